@@ -1,0 +1,21 @@
+"""The `kernelwright` command line. Each command group lives in its own module; this one only
+assembles them. Commands parse arguments, call into the packages and print; nothing else."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="kernelwright",
+    help="Write, judge and optimize Triton GPU kernels.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# Command modules register themselves on `app` when imported.
+from . import judge_cmds  # noqa: E402,F401
+
+
+def main() -> None:
+    app()

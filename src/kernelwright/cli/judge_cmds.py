@@ -1,0 +1,2 @@
+"""`kernelwright tasks` and `kernelwright eval` (placeholder until the judge lands)."""
+from . import app  # noqa: F401
