@@ -1,2 +1,158 @@
-"""`kernelwright tasks` and `kernelwright eval` (placeholder until the judge lands)."""
-from . import app  # noqa: F401
+"""`kernelwright tasks` and `kernelwright eval`: list tasks, judge one candidate file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import app
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_JUDGE_ERROR = 0, 1, 2, 3
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def usage_error(message: str) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(EXIT_USAGE)
+
+
+def load_task_or_exit(name_or_path: str):
+    from ..tasks import TaskFileError, TaskNotFound, resolve_task
+
+    try:
+        return resolve_task(name_or_path)
+    except (TaskNotFound, TaskFileError) as exc:
+        raise usage_error(str(exc)) from None
+
+
+@app.command("tasks")
+def tasks_command(
+    suite: str = typer.Option("builtin", help="Which suite to list (built-in tasks for now)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List the tasks kernelwright knows."""
+    from ..tasks import TaskFileError, builtin_task_paths, load_task_file
+
+    if suite != "builtin":
+        raise usage_error(f"unknown suite {suite!r}; available: builtin")
+    rows, problems = [], []
+    for name, path in builtin_task_paths().items():
+        try:
+            rows.append(load_task_file(path).summary())
+        except TaskFileError as exc:
+            problems.append(str(exc))
+    if as_json:
+        print(json.dumps({"tasks": rows, "errors": problems}, indent=2))
+    else:
+        table = Table(title=f"{suite} tasks ({len(rows)})")
+        for col in ("name", "entry point", "cases (vis/hid/perf)", "difficulty", "triton ref"):
+            table.add_column(col)
+        for r in rows:
+            c = r["cases"]
+            table.add_row(r["name"], r["entry_point"], f"{c['visible']}/{c['hidden']}/{c['perf']}",
+                          str(r["difficulty"] or "-"), "yes" if r["triton_reference"] else "-")
+        console.print(table)
+        for p in problems:
+            err_console.print(f"[red]{p}[/]")
+    if problems:
+        raise typer.Exit(EXIT_FAIL)
+
+
+@app.command("eval")
+def eval_command(
+    candidate: Path = typer.Argument(..., help="Candidate Python file defining the task's entry point."),
+    task: str = typer.Option(..., "--task", "-t", help="Task name (see `kernelwright tasks`) or path to a task file."),
+    device: str = typer.Option("auto", help="auto | cpu (Triton interpreter) | cuda | hip"),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+    seeds: int = typer.Option(3, min=1, max=50, help="Fresh seeds per correctness case."),
+    seed: Optional[int] = typer.Option(None, help="Base seed, for a reproducible run."),
+    perf: Optional[bool] = typer.Option(None, "--perf/--no-perf",
+                                        help="Measure speed (default: on GPUs, off under the interpreter)."),
+    baseline: str = typer.Option("torch", help="Speedup against the task's 'torch' or 'triton' reference."),
+    blocks: int = typer.Option(10, min=2, max=200, help="Interleaved timing blocks per side and perf case."),
+    timeout_scale: float = typer.Option(1.0, "--timeout-scale", min=0.01,
+                                        help="Multiply every stage timeout (slow machines, huge kernels)."),
+) -> None:
+    """Judge one candidate: static -> call -> correctness -> performance.
+
+    Exit status: 0 passed, 1 failed a stage, 2 usage error, 3 the judge could not decide.
+    """
+    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool
+
+    if not candidate.is_file():
+        raise usage_error(f"candidate file {str(candidate)!r} does not exist")
+    if baseline not in ("torch", "triton"):
+        raise usage_error("--baseline must be 'torch' or 'triton'")
+    task_obj = load_task_or_exit(task)
+    if baseline == "triton" and task_obj.triton_reference is None:
+        raise usage_error(f"task {task_obj.name} has no Triton reference; use --baseline torch")
+    defaults = JudgeOptions()
+    options = JudgeOptions(
+        seeds=seeds, seed=seed, perf=perf, baseline=baseline, perf_blocks=blocks,
+        load_timeout=defaults.load_timeout * timeout_scale, call_timeout=defaults.call_timeout * timeout_scale,
+        case_timeout=defaults.case_timeout * timeout_scale, perf_timeout=defaults.perf_timeout * timeout_scale,
+    )
+    try:
+        with JudgePool(device, workers=1, options=options) as pool:
+            if as_json:
+                verdict = pool.judge(task_obj, candidate)
+            else:
+                with console.status(f"judging {candidate.name} on task {task_obj.name} ({pool.backend})..."):
+                    verdict = pool.judge(task_obj, candidate)
+    except DeviceUnavailable as exc:
+        raise usage_error(str(exc)) from None
+    if as_json:
+        print(json.dumps(verdict.to_dict(), indent=2))
+    else:
+        print_verdict(verdict)
+    if verdict.passed:
+        raise typer.Exit(EXIT_PASS)
+    raise typer.Exit(EXIT_JUDGE_ERROR if verdict.stage == "judge_error" else EXIT_FAIL)
+
+
+def print_verdict(verdict) -> None:
+    ok = verdict.passed
+    colour = "green" if ok else "red"
+    device = verdict.device.get("name", "")
+    console.print(f"[bold]{verdict.task}[/] <- {verdict.candidate}  [dim]{device}[/]")
+    stages = ["static", "call", "correctness", "performance"]
+    failed_at = stages.index(verdict.stage) if verdict.stage in stages else None
+    measured = any(c.kind == "performance" and c.ok for c in verdict.cases)
+    marks = []
+    for i, stage in enumerate(stages):
+        if stage == "performance" and ok and not measured:
+            marks.append(f"[dim]{stage} not measured[/]")
+        elif ok or (failed_at is not None and i < failed_at):
+            marks.append(f"[green]{stage} ok[/]")
+        elif i == failed_at:
+            marks.append(f"[red]{stage} FAILED[/]")
+        else:
+            marks.append(f"[dim]{stage} -[/]")
+    console.print("  " + "  ".join(marks))
+    console.print(f"[{colour}]verdict: {verdict.stage}[/] - {verdict.reason}")
+    perf_cases = [c for c in verdict.cases if c.kind == "performance" and c.speedup is not None]
+    if perf_cases:
+        table = Table(title="performance (median of block medians, 95% CI)")
+        for col in ("case", "reference ms", "candidate ms", "speedup", "95% CI", "roofline ms"):
+            table.add_column(col, justify="right" if col != "case" else "left")
+        for c in perf_cases:
+            table.add_row(c.label, f"{c.ref_ms:.4f}", f"{c.cand_ms:.4f}", f"{c.speedup:.3f}x",
+                          f"[{c.ci95[0]:.3f}, {c.ci95[1]:.3f}]",
+                          f"{c.roofline_ms:.4f}" if c.roofline_ms else "-")
+        console.print(table)
+    if verdict.speedup is not None:
+        lo, hi = verdict.speedup_ci95
+        console.print(f"speedup vs {verdict.baseline}: [bold]{verdict.speedup:.3f}x[/] (mean over cases, "
+                      f"95% CI [{lo:.3f}, {hi:.3f}]), geometric mean {verdict.speedup_geomean:.3f}x")
+    skipped = [c for c in verdict.cases if c.ok is None]
+    for c in skipped:
+        console.print(f"[yellow]{c.kind} case {c.label} {c.reason}[/]")
+    if verdict.detail and not ok:
+        console.print("[dim]" + verdict.detail.strip()[-1500:] + "[/]", highlight=False, markup=False)

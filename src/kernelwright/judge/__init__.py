@@ -1,0 +1,14 @@
+"""The judge: decides whether a candidate kernel runs, is correct, and how fast it is.
+
+Trusted side: `pool` (coordinator, static stage), `worker` (cascade, comparisons), `compare`,
+`stats`, `hardware`, `static`, `verdict`. Untrusted side: `child` (runs in a forked process that
+imports the candidate). `wire` is the format of the private channel between them.
+"""
+
+from .pool import DeviceUnavailable, JudgeOptions, JudgePool, detect_backend, judge_file
+from .verdict import JUDGE_ERROR, PASSED, STAGES, CaseResult, Verdict
+
+__all__ = [
+    "CaseResult", "DeviceUnavailable", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "STAGES",
+    "Verdict", "detect_backend", "judge_file",
+]

@@ -1,0 +1,98 @@
+"""Compare candidate outputs with reference outputs (trusted side, CPU, float64).
+
+A mismatch report says where and by how much, because the reflector turns it into a fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Mismatch:
+    ok: bool
+    reason: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def _as_float64(t: torch.Tensor) -> np.ndarray:
+    if t.dtype == torch.float64:
+        return t.numpy()
+    if t.dtype == torch.bool:
+        return t.numpy().astype(np.float64)
+    return t.to(torch.float64).numpy()
+
+
+def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, what: str) -> Mismatch:
+    """Elementwise |out - ref| <= atol + rtol * |ref|; NaN passes only where the reference is NaN."""
+    o, r = _as_float64(out), _as_float64(ref)
+    if o.shape != r.shape:
+        return Mismatch(False, f"{what}: shape {list(o.shape)} differs from expected {list(r.shape)}")
+    if o.size == 0:
+        return Mismatch(True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(o - r)
+        allowed = atol + rtol * np.abs(r)
+        bad = ~(diff <= allowed)  # NaN differences count as bad
+    both_nan = np.isnan(o) & np.isnan(r)
+    same_inf = np.isinf(o) & np.isinf(r) & (np.sign(o) == np.sign(r))
+    bad &= ~(both_nan | same_inf)
+    n_bad = int(bad.sum())
+    if n_bad == 0:
+        return Mismatch(True)
+    first = np.unravel_index(int(np.argmax(bad)), o.shape)
+    finite = np.isfinite(diff) & ~both_nan
+    nan_where_finite = int((np.isnan(o) & np.isfinite(r)).sum())
+    detail = {
+        "mismatched": n_bad,
+        "total": int(o.size),
+        "first_index": [int(i) for i in first],
+        "got": float(o[first]),
+        "expected": float(r[first]),
+        "max_abs_error": float(diff[finite].max()) if finite.any() else None,
+        "nan_where_reference_finite": nan_where_finite,
+        "atol": atol,
+        "rtol": rtol,
+    }
+    reason = (
+        f"{what}: {n_bad} of {o.size} elements outside tolerance (atol={atol:g}, rtol={rtol:g}); "
+        f"first at {tuple(detail['first_index'])}: got {detail['got']:.6g}, expected {detail['expected']:.6g}"
+    )
+    if nan_where_finite:
+        reason += f"; {nan_where_finite} NaN where the reference is finite (unwritten or uninitialized output?)"
+    return Mismatch(False, reason, detail)
+
+
+def compare_outputs(outs: list[torch.Tensor], refs: list[torch.Tensor], metas: list[dict[str, Any]],
+                    tolerance_for) -> Mismatch:
+    """Check count, shape and dtype against the native-dtype reference, then values."""
+    if len(outs) != len(refs):
+        return Mismatch(False, f"returned {len(outs)} output(s); expected {len(refs)}")
+    for i, (out, ref, meta) in enumerate(zip(outs, refs, metas)):
+        what = "output" if len(outs) == 1 else f"output {i}"
+        got_dtype = str(out.dtype).removeprefix("torch.")
+        if list(out.shape) != list(meta["shape"]):
+            return Mismatch(False, f"{what}: wrong shape {list(out.shape)}, expected {meta['shape']}")
+        if got_dtype != meta["dtype"]:
+            return Mismatch(False, f"{what}: wrong dtype {got_dtype}, expected {meta['dtype']}")
+        tol = tolerance_for(meta["dtype"])
+        result = compare_tensor(out, ref, tol.atol, tol.rtol, what)
+        if not result.ok:
+            return result
+    return Mismatch(True)
+
+
+def identical(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    """Bitwise equality (NaNs with the same bits are equal)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.numel() and not torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8)):
+            return False
+    return True

@@ -1,0 +1,291 @@
+"""The judge coordinator: runs the static stage itself and hands the rest to worker processes.
+
+The coordinator lives in the trusted process (CLI, agent) and never imports candidate code. It
+starts one worker per GPU (a few on CPU) as separate Python processes, sends them judge requests
+over private pipes and collects verdicts. A worker that dies or stops answering is replaced and
+the candidate gets a `judge_error` verdict: a run never crashes and never loses a result.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from multiprocessing import Pipe
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..tasks import Task
+from .static import check_source
+from .verdict import JUDGE_ERROR, Verdict
+
+BACKENDS = ("auto", "cpu", "cuda", "hip")
+
+
+class DeviceUnavailable(RuntimeError):
+    """The requested device does not exist on this machine."""
+
+
+@dataclass
+class JudgeOptions:
+    seeds: int = 3                    # fresh seeds per correctness case
+    seed: int | None = None           # base seed for a reproducible run (default: fresh random seeds)
+    perf: bool | None = None          # None: measure on GPUs, skip under the CPU interpreter
+    baseline: str = "torch"           # what speedups are measured against: "torch" or "triton"
+    load_timeout: float = 120.0       # start a child, import the candidate
+    call_timeout: float = 300.0       # first call: includes JIT compilation and autotuning
+    case_timeout: float = 60.0        # every later correctness call
+    perf_timeout: float = 300.0       # each performance request (warm-up, one timing block...)
+    perf_blocks: int = 10             # interleaved blocks per side and perf case
+    perf_input_sets: int = 3          # rotating input sets
+    block_ms: float = 40.0            # target duration of one timing block
+    min_calls_per_block: int = 5
+    max_calls_per_block: int = 1000
+    warmup_ms: float = 25.0
+    spot_samples: int = 4096          # sampled output positions checked at perf sizes
+    roofline_slack: float = 1.1       # flag times below roofline / slack
+    memory_fraction: float = 0.45     # of GPU memory a candidate may take (the reference needs the rest)
+
+    def for_request(self, backend: str) -> dict:
+        opts = asdict(self)
+        opts["perf"] = self.perf if self.perf is not None else backend != "cpu"
+        return opts
+
+    def draw_seeds(self) -> list[int]:
+        if self.seed is not None:
+            return [(self.seed + 1_000_003 * i) % (2**31 - 1) for i in range(self.seeds)]
+        return [secrets.randbelow(2**31 - 1) for _ in range(self.seeds)]
+
+
+def detect_backend(device: str = "auto") -> tuple[str, int]:
+    """Return (backend, number of devices) for `device` in auto|cpu|cuda|hip."""
+    if device not in BACKENDS:
+        raise DeviceUnavailable(f"unknown device {device!r}; use one of {', '.join(BACKENDS)}")
+    if device == "cpu":
+        return "cpu", min(3, max(1, (os.cpu_count() or 2) - 1))
+    import torch
+
+    available = torch.cuda.is_available()
+    backend = "hip" if getattr(torch.version, "hip", None) else "cuda"
+    if device == "auto":
+        if not available:
+            return detect_backend("cpu")
+        return backend, torch.cuda.device_count()
+    if not available or backend != device:
+        have = f"a {backend} GPU" if available else "no GPU"
+        raise DeviceUnavailable(f"--device {device} requested, but this machine's torch sees {have}; "
+                                "use --device auto or --device cpu (Triton interpreter)")
+    return backend, torch.cuda.device_count()
+
+
+class WorkerLost(RuntimeError):
+    pass
+
+
+class WorkerHandle:
+    """One worker process and the coordinator's end of its pipe."""
+
+    def __init__(self, backend: str, index: int, options: JudgeOptions, start_timeout: float = 600.0) -> None:
+        self.backend = backend
+        self.index = index
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        if backend == "cuda":
+            visible = env.get("CUDA_VISIBLE_DEVICES")
+            ids = visible.split(",") if visible else None
+            env["CUDA_VISIBLE_DEVICES"] = ids[index] if ids else str(index)
+        elif backend == "hip":
+            visible = env.get("HIP_VISIBLE_DEVICES")
+            ids = visible.split(",") if visible else None
+            env["HIP_VISIBLE_DEVICES"] = ids[index] if ids else str(index)
+        ours, theirs = Pipe(duplex=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kernelwright.judge.worker", "--fd", str(theirs.fileno()),
+             "--device", "cpu" if backend == "cpu" else "cuda"],
+            pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        theirs.close()
+        self.conn = ours
+        self.conn.send({"options": {"memory_fraction": options.memory_fraction}})
+        reply = self._recv(start_timeout, "starting")
+        if not reply.get("ok"):
+            self.close()
+            raise DeviceUnavailable(reply.get("error", "worker failed to start"))
+        self.info: dict = reply["info"]
+
+    def _recv(self, timeout: float, doing: str) -> dict:
+        try:
+            if not self.conn.poll(timeout):
+                raise WorkerLost(f"judge worker {self.index} did not answer within {timeout:g} s while {doing}")
+            return self.conn.recv()
+        except (EOFError, OSError):
+            code = self.process.poll()
+            raise WorkerLost(f"judge worker {self.index} died while {doing} (exit status {code})") from None
+
+    def judge(self, request: dict, timeout: float) -> dict:
+        try:
+            self.conn.send(request)
+        except OSError:
+            raise WorkerLost(f"judge worker {self.index} is gone") from None
+        return self._recv(timeout, f"judging {request['candidate_path']}")["verdict"]
+
+    def close(self) -> None:
+        try:
+            self.conn.send({"op": "exit"})
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.conn.close()
+
+
+def static_verdict(task: Task, candidate: Path) -> Verdict | None:
+    """Run the static stage; return a failing verdict, or None when the candidate may run."""
+    result = check_source(candidate, task.entry_point.name)
+    if result.ok:
+        return None
+    return Verdict(task=task.name, candidate=str(candidate), stage="static", call=False, correct=False,
+                   reason=result.reason)
+
+
+def job_timeout(task: Task, opts: dict) -> float:
+    """A worker enforces every stage's timeout itself; this outer bound only catches a stuck
+    worker, so it is the sum of everything the worker could legitimately spend, plus margin."""
+    n_items = len(task.correctness_cases) * opts["seeds"] + 1
+    perf_requests = len(task.perf_cases) * (2 * opts["perf_blocks"] + 8) if opts["perf"] else 0
+    return (opts["load_timeout"] * 3 + opts["call_timeout"] + opts["case_timeout"] * n_items * 2
+            + opts["perf_timeout"] * perf_requests + 60)
+
+
+class JudgePool:
+    """Judge candidates on every device of one backend. Thread-safe; use as a context manager."""
+
+    def __init__(self, device: str = "auto", workers: int | None = None,
+                 options: JudgeOptions | None = None) -> None:
+        self.options = options or JudgeOptions()
+        self.backend, count = detect_backend(device)
+        if workers is None:
+            n = count
+        elif self.backend == "cpu":
+            n = workers
+        else:
+            n = min(workers, count)
+        self.n_workers = max(1, n)
+        self._workers: list[WorkerHandle | None] = [None] * self.n_workers
+        self._free: queue.Queue[int] = queue.Queue()
+        for i in range(self.n_workers):
+            self._free.put(i)
+        self._lock = threading.Lock()
+        self.device_info: dict = {}
+
+    # -- workers ----------------------------------------------------------------------------
+    def _worker(self, index: int) -> WorkerHandle:
+        handle = self._workers[index]
+        if handle is None or handle.process.poll() is not None:
+            handle = WorkerHandle(self.backend, index, self.options)
+            self._workers[index] = handle
+            with self._lock:
+                self.device_info = dict(handle.info)
+        return handle
+
+    def start(self) -> "JudgePool":
+        """Start every worker now (otherwise each starts on first use)."""
+        for i in range(self.n_workers):
+            self._worker(i)
+        return self
+
+    def close(self) -> None:
+        for i, handle in enumerate(self._workers):
+            if handle is not None:
+                handle.close()
+                self._workers[i] = None
+
+    def __enter__(self) -> "JudgePool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- judging ----------------------------------------------------------------------------
+    def judge(self, task: Task, candidate: str | Path, options: JudgeOptions | None = None) -> Verdict:
+        """Judge one candidate file (static stage here, the rest on a free worker)."""
+        candidate = Path(candidate).expanduser().resolve()
+        opts = options or self.options
+        failed = static_verdict(task, candidate)
+        if failed is not None:
+            return failed
+        request_opts = opts.for_request(self.backend)
+        request = {"op": "judge", "task_path": str(task.source_path), "candidate_path": str(candidate),
+                   "seeds": opts.draw_seeds(), "options": request_opts}
+        index = self._free.get()
+        started = time.monotonic()
+        try:
+            try:
+                worker = self._worker(index)
+                data = worker.judge(request, job_timeout(task, request_opts))
+                verdict = Verdict.from_dict(data)
+            except WorkerLost as exc:
+                self._replace(index)
+                verdict = Verdict(task=task.name, candidate=str(candidate), stage=JUDGE_ERROR, call=False,
+                                  correct=False, reason=str(exc), seeds=request["seeds"])
+            verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
+            return verdict
+        finally:
+            self._free.put(index)
+
+    def _replace(self, index: int) -> None:
+        handle = self._workers[index]
+        self._workers[index] = None
+        if handle is not None:
+            try:
+                os.killpg(handle.process.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+            handle.process.wait()
+
+    def judge_many(self, jobs: Iterable[tuple[Task, str | Path]],
+                   on_verdict: Callable[[int, Verdict], None] | None = None,
+                   options: JudgeOptions | None = None) -> list[Verdict]:
+        """Judge many candidates in parallel, one per worker at a time; results in input order."""
+        jobs = list(jobs)
+        results: list[Verdict | None] = [None] * len(jobs)
+        todo: queue.Queue[int] = queue.Queue()
+        for i in range(len(jobs)):
+            todo.put(i)
+
+        def run() -> None:
+            while True:
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                task, path = jobs[i]
+                results[i] = self.judge(task, path, options)
+                if on_verdict is not None:
+                    on_verdict(i, results[i])
+
+        threads = [threading.Thread(target=run, daemon=True) for _ in range(min(self.n_workers, len(jobs)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [r for r in results if r is not None]
+
+
+def judge_file(task: Task, candidate: str | Path, device: str = "auto",
+               options: JudgeOptions | None = None) -> Verdict:
+    """Judge one candidate with a one-off pool (convenient; a pool is faster for many)."""
+    with JudgePool(device, workers=1, options=options) as pool:
+        return pool.judge(task, candidate)
+
+
+__all__ = ["DeviceUnavailable", "JudgeOptions", "JudgePool", "detect_backend", "judge_file"]

@@ -1,0 +1,103 @@
+"""Process hygiene for the judge: nothing a candidate starts may outlive its verdict.
+
+Linux only: children die with their parent (PR_SET_PDEATHSIG), each candidate gets its own process
+group, and the worker is a child subreaper so that grandchildren which daemonize themselves are
+re-parented to it and can be found and killed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # not Linux: the protections degrade to process groups only
+    _libc = None
+
+
+def die_with_parent() -> None:
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def become_subreaper() -> None:
+    if _libc is not None:
+        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by `pid` (and `pid` itself if it left the group)."""
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def reap(pid: int, timeout: float = 5.0) -> int | None:
+    """Wait for `pid` to exit; return its raw wait status, or None if it is still running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of `pid`, read from /proc (orphans re-parented to a subreaper included)."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        # the command name may contain spaces and parentheses: fields start after the last ')'
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def kill_strays(keep: set[int]) -> list[int]:
+    """Kill and reap every child of this process not in `keep` (escaped candidate processes)."""
+    killed = []
+    for _ in range(3):  # a stray may fork while we look: look again
+        strays = [p for p in children_of(os.getpid()) if p not in keep]
+        if not strays:
+            break
+        for pid in strays:
+            kill_group(pid)
+            reap(pid, timeout=2.0)
+            killed.append(pid)
+    return killed
+
+
+def describe_status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        text = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
+                "SIGKILL": "killed", "SIGFPE": "floating-point exception", "SIGILL": "illegal instruction"}
+        return f"{text.get(name, 'terminated')} ({name})"
+    if os.WIFEXITED(status):
+        return f"exited with status {os.WEXITSTATUS(status)}"
+    return f"wait status {status}"

@@ -1,0 +1,110 @@
+"""The private channel's message format: a JSON header plus raw tensor bytes.
+
+Messages from a candidate's process are untrusted, so they are never unpickled: the trusted side
+only parses JSON and copies raw bytes into tensors of an allow-listed dtype and a checked size.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import torch
+
+_DTYPES = {
+    name: getattr(torch, name)
+    for name in (
+        "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+        "float8_e4m3fn", "float8_e5m2", "complex64",
+    )
+    if hasattr(torch, name)
+}
+_HEADER = struct.Struct("<Q")
+MAX_MESSAGE_BYTES = 8 << 30
+
+
+class WireError(ValueError):
+    """A message that does not follow the format (truncated, oversized, unknown dtype...)."""
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def encode(obj: Any) -> bytes:
+    """Serialize plain data with tensors inside (tensors are copied to the CPU)."""
+    buffers: list[bytes] = []
+    metas: list[dict[str, Any]] = []
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            t = value.detach()
+            if t.device.type != "cpu":
+                t = t.cpu()
+            t = t.contiguous()
+            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+            metas.append({"dtype": dtype_name(t.dtype), "shape": list(t.shape), "nbytes": len(raw)})
+            buffers.append(raw)
+            return {"__tensor__": len(metas) - 1}
+        if isinstance(value, dict):
+            return {str(k): walk(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [walk(v) for v in value]
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        return repr(value)  # anything else travels as text, never as an object
+
+    body = json.dumps({"payload": walk(obj), "tensors": metas}).encode()
+    return _HEADER.pack(len(body)) + body + b"".join(buffers)
+
+
+def decode(data: bytes) -> Any:
+    """Parse a message made by `encode`, validating every size before touching the bytes."""
+    if len(data) < _HEADER.size:
+        raise WireError("message shorter than its header")
+    (body_len,) = _HEADER.unpack_from(data)
+    if body_len > len(data) - _HEADER.size:
+        raise WireError("header claims more bytes than the message holds")
+    try:
+        header = json.loads(data[_HEADER.size : _HEADER.size + body_len])
+        metas = header["tensors"]
+        payload = header["payload"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise WireError(f"bad message header: {exc}") from None
+    tensors = []
+    offset = _HEADER.size + body_len
+    for meta in metas:
+        try:
+            dtype = _DTYPES[meta["dtype"]]
+            shape = [int(d) for d in meta["shape"]]
+            nbytes = int(meta["nbytes"])
+        except (KeyError, TypeError, ValueError):
+            raise WireError(f"bad tensor description {meta!r}") from None
+        numel = 1
+        for d in shape:
+            if d < 0:
+                raise WireError("negative dimension")
+            numel *= d
+        if nbytes != numel * torch.empty((), dtype=dtype).element_size() or offset + nbytes > len(data):
+            raise WireError("tensor size does not match its description")
+        if numel == 0:
+            tensors.append(torch.empty(shape, dtype=dtype))
+        else:
+            raw = bytearray(data[offset : offset + nbytes])
+            tensors.append(torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape))
+        offset += nbytes
+
+    def unwalk(value: Any) -> Any:
+        if isinstance(value, dict):
+            if set(value) == {"__tensor__"}:
+                index = value["__tensor__"]
+                if not isinstance(index, int) or not 0 <= index < len(tensors):
+                    raise WireError("tensor reference out of range")
+                return tensors[index]
+            return {k: unwalk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [unwalk(v) for v in value]
+        return value
+
+    return unwalk(payload)

@@ -1,0 +1,586 @@
+"""A judge worker: one process per GPU (a few on CPU), trusted, never imports candidate code.
+
+It keeps torch and triton imported but never touches the device itself, so that it can fork:
+- a *reference child* per task (trusted; computes reference outputs and reference timings), and
+- a fresh *candidate child* for every candidate (one spare is forked ahead of time, so device
+  initialisation overlaps with the previous verdict).
+It runs the cascade (call -> correctness -> performance), compares everything itself, and returns
+a `Verdict` as a dict. Any failure of a candidate child (exception, crash, hang, GPU fault, early
+exit) becomes a verdict with a reason; the child's whole process group is then killed.
+
+Started by the coordinator (`pool.py`) as `python -m kernelwright.judge.worker --fd N --device D`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import secrets
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
+from typing import Any
+
+INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
+LOG_TAIL_BYTES = 4000
+MAX_REPLY_BYTES = 4 << 30
+
+
+class ChildFailure(Exception):
+    """A child did not answer: it timed out, died, or sent something unreadable."""
+
+    def __init__(self, kind: str, reason: str, log_tail: str = "") -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.log_tail = log_tail
+
+
+class ChildProcess:
+    """A forked child and the worker's end of its private pipe."""
+
+    def __init__(self, role: str, task, device: str, options: dict) -> None:
+        from .child import child_main
+
+        self.role = role
+        self.task = task
+        fd, self.log_path = tempfile.mkstemp(prefix=f"kernelwright-{role}-", suffix=".log")
+        os.close(fd)
+        parent_conn, child_conn = Pipe(duplex=True)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            child_main(child_conn.fileno(), role, task, device, self.log_path, options)
+        child_conn.close()
+        self.pid = pid
+        self.conn: Connection = parent_conn
+        self.info: dict[str, Any] | None = None
+        self.alive = True
+        self.stopped = False
+
+    # -- messaging ---------------------------------------------------------------------------
+    def ready(self, timeout: float) -> dict:
+        if self.info is None:
+            self.info = self.recv(timeout, "starting")
+        return self.info
+
+    def send(self, msg: dict) -> None:
+        try:
+            self.conn.send(msg)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            raise self._death("receiving a request") from None
+
+    def recv(self, timeout: float, doing: str) -> dict:
+        from . import wire
+
+        try:
+            if not self.conn.poll(timeout):
+                self.kill()
+                raise ChildFailure("timeout", f"timed out after {timeout:g} s while {doing}", self.log_tail())
+            data = self.conn.recv_bytes(MAX_REPLY_BYTES)
+        except (EOFError, ConnectionResetError, OSError):
+            raise self._death(doing) from None
+        try:
+            return wire.decode(data)
+        except wire.WireError as exc:
+            self.kill()
+            raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
+
+    def request(self, msg: dict, timeout: float, doing: str) -> dict:
+        self.send(msg)
+        return self.recv(timeout, doing)
+
+    def _death(self, doing: str) -> ChildFailure:
+        from . import procs
+
+        status = procs.reap(self.pid, timeout=5.0)
+        self.alive = False
+        self.kill()
+        if status is None:
+            how = "closed its channel"
+        elif os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            how = "exited with status 0 before reporting a result (sys.exit/os._exit in the candidate?)"
+        else:
+            how = procs.describe_status(status)
+        return ChildFailure("crash", f"the process {how} while {doing}", self.log_tail())
+
+    # -- control -----------------------------------------------------------------------------
+    def pause(self) -> None:
+        """SIGSTOP the whole group while the other side is timed: nothing it left running on the
+        host (threads, helper processes) can steal time from the measurement."""
+        if self.alive and not self.stopped:
+            try:
+                os.killpg(self.pid, signal.SIGSTOP)
+                self.stopped = True
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def resume(self) -> None:
+        if self.stopped:
+            try:
+                os.killpg(self.pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.stopped = False
+
+    def kill(self) -> None:
+        from . import procs
+
+        self.resume()
+        procs.kill_group(self.pid)
+        procs.reap(self.pid, timeout=5.0)
+        self.alive = False
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+    def close(self, timeout: float = 2.0) -> None:
+        if self.alive:
+            try:
+                self.conn.send({"op": "exit"})
+            except OSError:
+                pass
+        self.kill()
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - LOG_TAIL_BYTES))
+                return f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def remove_log(self) -> None:
+        try:
+            os.unlink(self.log_path)
+        except OSError:
+            pass
+
+
+class CaseFailed(Exception):
+    def __init__(self, stage: str, reason: str, detail: str = "", log_tail: str = "") -> None:
+        super().__init__(reason)
+        self.stage, self.reason, self.detail, self.log_tail = stage, reason, detail, log_tail
+
+
+class JudgeError(Exception):
+    """The judge cannot decide (for instance the task's own reference fails)."""
+
+
+def classify_error(text: str) -> str:
+    """Name the failure the way a kernel engineer would, from the error text."""
+    lowered = text.lower()
+    if "illegal memory access" in lowered or "misaligned address" in lowered:
+        return "GPU fault (illegal memory access)"
+    if "out of memory" in lowered:
+        return "GPU out of memory" if "cuda" in lowered or "hip" in lowered else "out of memory"
+    if "sys.exit" in lowered:
+        return "called sys.exit"
+    return "raised an exception"
+
+
+class Worker:
+    def __init__(self, device: str, options: dict | None = None) -> None:
+        self.device = device
+        self.options = options or {}
+        self.spare: ChildProcess | None = None
+        self.references: dict[tuple, ChildProcess] = {}
+        self.info: dict[str, Any] = {}
+
+    # -- children ---------------------------------------------------------------------------
+    def _child_options(self, role: str) -> dict:
+        return {"memory_fraction": self.options.get("memory_fraction", 0.45) if role == "candidate" else None,
+                "cpu_threads": self.options.get("cpu_threads", 1)}
+
+    def start(self) -> dict:
+        """Fork the first spare and read the device description from it."""
+        self.spare = ChildProcess("candidate", None, self.device, self._child_options("candidate"))
+        self.info = self.spare.ready(self.options.get("start_timeout", 300))
+        return self.info
+
+    def _candidate_child(self, task) -> ChildProcess:
+        child = self.spare
+        self.spare = None
+        if child is None or not child.alive:
+            child = ChildProcess("candidate", task, self.device, self._child_options("candidate"))
+        child.task = task
+        return child
+
+    def _reference_child(self, task, baseline_path: str | None, timeout: float) -> ChildProcess:
+        key = (str(task.source_path), baseline_path)
+        child = self.references.get(key)
+        if child is not None and child.alive:
+            return child
+        for other in self.references.values():  # one task's reference at a time: GPU memory
+            other.close()
+            other.remove_log()
+        self.references.clear()
+        child = ChildProcess("reference", task, self.device, self._child_options("reference"))
+        try:
+            child.ready(timeout)
+            reply = child.request({"op": "load", "baseline_path": baseline_path, "entry": task.entry_point.name},
+                                  timeout, "loading the reference")
+        except ChildFailure as exc:
+            raise JudgeError(f"the reference process failed: {exc.reason}\n{exc.log_tail}") from None
+        if not reply.get("ok"):
+            child.close()
+            raise JudgeError(f"the reference failed to load: {reply.get('error')}\n{reply.get('traceback', '')}")
+        self.references[key] = child
+        return child
+
+    def shutdown(self) -> None:
+        for child in [self.spare, *self.references.values()]:
+            if child is not None:
+                child.close()
+                child.remove_log()
+        from . import procs
+
+        procs.kill_strays(keep=set())
+
+    # -- the cascade ------------------------------------------------------------------------
+    def judge(self, request: dict) -> dict:
+        from ..tasks import load_task_file
+        from .verdict import JUDGE_ERROR, PASSED, Verdict
+
+        opts = request["options"]
+        task = load_task_file(request["task_path"])
+        verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
+                          correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
+                          baseline=opts.get("baseline", "torch"))
+        cand: ChildProcess | None = None
+        try:
+            baseline_path = str(task.triton_reference) if opts.get("baseline") == "triton" else None
+            if opts.get("baseline") == "triton" and task.triton_reference is None:
+                raise JudgeError(f"task {task.name} has no Triton reference to use as the baseline")
+            ref = self._reference_child(task, baseline_path, opts["load_timeout"])
+            cand = self._candidate_child(task)
+            self._run_call_and_correctness(task, ref, cand, verdict, opts)
+            if opts.get("perf") and task.perf_cases:
+                verdict.stage = "performance"
+                self._run_performance(task, ref, cand, verdict, opts)
+            verdict.stage, verdict.reason = PASSED, "passed"
+            if verdict.flags:
+                verdict.reason = "passed with notes: " + "; ".join(verdict.flags)
+        except CaseFailed as failure:
+            verdict.stage, verdict.reason = failure.stage, failure.reason
+            verdict.detail, verdict.log_tail = failure.detail, failure.log_tail or verdict.log_tail
+            if failure.stage == "performance":
+                verdict.speedup = verdict.speedup_geomean = verdict.speedup_ci95 = None
+        except JudgeError as exc:
+            verdict.stage, verdict.reason = JUDGE_ERROR, str(exc).splitlines()[0]
+            verdict.detail = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug in the judge must not lose the verdict
+            verdict.stage, verdict.reason = JUDGE_ERROR, f"internal judge error: {exc!r}"
+            verdict.detail = traceback.format_exc()
+        finally:
+            if cand is not None:
+                if not verdict.log_tail:
+                    verdict.log_tail = cand.log_tail()
+                cand.close()
+                cand.remove_log()
+            self._collect_strays()
+            self.spare = ChildProcess("candidate", None, self.device, self._child_options("candidate"))
+        return verdict.to_dict()
+
+    def _collect_strays(self) -> None:
+        from . import procs
+
+        keep = {c.pid for c in self.references.values() if c.alive}
+        procs.kill_strays(keep)
+
+    def _ask(self, child: ChildProcess, msg: dict, timeout: float, doing: str, stage: str) -> dict:
+        """Send one request and return the reply. A failing candidate becomes a `CaseFailed` for
+        `stage`; a failing reference becomes a `JudgeError` (not the candidate's fault)."""
+        try:
+            reply = child.request(msg, timeout, doing)
+        except ChildFailure as exc:
+            raise self._failure(child, stage, doing, exc.reason, exc.kind, log_tail=exc.log_tail) from None
+        if not reply.get("ok"):
+            raise self._failure(child, stage, doing, reply.get("error", "unknown error"), "error",
+                                detail=reply.get("traceback", ""))
+        return reply
+
+    @staticmethod
+    def _failure(child: ChildProcess, stage: str, doing: str, error: str, kind: str,
+                 detail: str = "", log_tail: str = "") -> Exception:
+        if child.role == "reference":
+            return JudgeError(f"the task's reference failed while {doing}: {error}\n{detail}{log_tail}")
+        log_tail = log_tail or child.log_tail()
+        if kind == "timeout":
+            reason = f"{error} (an infinite loop in host code, or a kernel that never terminates?)"
+        elif kind == "error":
+            reason = f"the candidate {classify_error(error)}: {error}"
+        else:
+            reason = error
+        reason = f"{doing.removeprefix('running ')}: {reason}"
+        return CaseFailed(stage, reason, detail=detail, log_tail=log_tail)
+
+    def _run_call_and_correctness(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts) -> None:
+        from .compare import compare_outputs, identical
+        from .verdict import CaseResult
+
+        started = time.monotonic()
+        try:
+            cand.ready(opts["load_timeout"])
+        except ChildFailure as exc:
+            raise self._failure(cand, "call", "starting", exc.reason, exc.kind, log_tail=exc.log_tail) from None
+        self._ask(cand, {"op": "load", "path": verdict.candidate, "entry": task.entry_point.name,
+                         "task_path": str(task.source_path)},
+                  opts["load_timeout"], "importing the candidate", "call")
+
+        cases = task.correctness_cases
+        items, labels = [], []
+        for ci, case in enumerate(cases):
+            if self.device == "cpu" and case.dtype in INTERPRETER_UNSUPPORTED:
+                verdict.cases.append(CaseResult("correctness", case.label, case.to_dict(), None,
+                                                "skipped: the Triton interpreter computes this dtype incorrectly"))
+                continue
+            for k, seed in enumerate(verdict.seeds):
+                items.append({"case": ci, "seed": seed, "repeat": k == 0})
+                labels.append(f"case {case.label} (seed {seed})")
+        if not items:
+            raise JudgeError("no correctness case can run on this device")
+
+        ref.send({"op": "run", "items": items})  # the reference streams its replies ahead of us
+        pending = len(items)
+        results: dict[int, CaseResult] = {}
+        try:
+            for n, (item, label) in enumerate(zip(items, labels)):
+                case = cases[item["case"]]
+                stage = "call" if n == 0 else "correctness"
+                try:
+                    expected = ref.recv(opts["case_timeout"], f"computing the reference for {label}")
+                except ChildFailure as exc:
+                    pending = 0
+                    raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind) from None
+                pending -= 1
+                if not expected.get("ok"):
+                    pending = 0  # the reference stops streaming after an error
+                    raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
+                                        detail=expected.get("traceback", ""))
+                item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
+                got = self._ask(cand, {"op": "run", "items": [item]},
+                                opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
+                if n == 0:
+                    verdict.call = True
+                    verdict.stage_seconds["call"] = round(time.monotonic() - started, 3)
+                verdict.kernels = got.get("kernels", {})
+                problem = self._check_item(task, expected, got, compare_outputs, identical)
+                result = results.get(item["case"])
+                if result is None:
+                    result = results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), True,
+                                                                launches=0, seconds=0.0)
+                    verdict.cases.append(result)
+                result.seeds.append(item["seed"])
+                result.launches += got["launches"]
+                result.seconds = round(result.seconds + got["seconds"], 6)
+                if problem is not None:
+                    reason, detail = problem
+                    result.ok, result.reason, result.error = False, reason, detail
+                    raise CaseFailed("correctness", f"{label}: {reason}", log_tail=cand.log_tail())
+        except CaseFailed:
+            self._drain(ref, pending, opts["case_timeout"])
+            raise
+        verdict.correct = True
+        verdict.stage_seconds["correctness"] = round(time.monotonic() - started, 3)
+
+    @staticmethod
+    def _drain(ref: ChildProcess, pending: int, timeout: float) -> None:
+        """Read the reference's replies for items we no longer need, so the reference process
+        stays usable for the next candidate; if that fails, close it (it is restarted on demand)."""
+        try:
+            for _ in range(pending):
+                if not ref.recv(timeout, "draining").get("ok"):
+                    break
+        except ChildFailure:
+            ref.close()
+
+    def _check_item(self, task, expected: dict, got: dict, compare_outputs, identical):
+        """Return None if the candidate's outputs for one (case, seed) are acceptable, else
+        (reason, detail)."""
+        if got["launches"] < 1:
+            return ("the candidate's own Triton kernels were never launched (did it compute with torch?)", {})
+        result = compare_outputs(got["outputs"], expected["reference"], expected["meta"], task.tolerance_for)
+        if not result.ok:
+            return (result.reason, result.detail)
+        pristine, after = expected["inputs"], got["inputs_after"]
+        for i, (a, b) in enumerate(zip(pristine, after)):
+            if i not in task.mutable_args and not identical([a], [b]):
+                return (f"modified its input tensor #{i}; inputs must be left unchanged", {})
+        if "repeat_outputs" in got:
+            again = got["repeat_outputs"]
+            if got.get("repeat_launches", 0) < 1:
+                return ("the second call on the same inputs launched no kernel (cached result?)", {})
+            if task.deterministic:
+                if not identical(again, got["outputs"]):
+                    return ("two runs on the same inputs are not bitwise identical, but the task is "
+                            "deterministic (a race or nondeterministic reduction?)", {})
+            else:
+                metas = [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
+                         for t in got["outputs"]]
+                rerun = compare_outputs(again, got["outputs"], metas, task.tolerance_for)
+                if not rerun.ok:
+                    return ("two runs on the same inputs disagree (a race condition?): " + rerun.reason,
+                            rerun.detail)
+        return None
+
+    def _run_performance(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts) -> None:
+        from .compare import compare_tensor
+        from .hardware import roofline_ms, spec_for
+        from .stats import aggregate, case_timing
+        from .verdict import CaseResult
+
+        started = time.monotonic()
+        timeout = opts["perf_timeout"]
+        spec = spec_for(self.info.get("name"))
+        l2 = int(self.info.get("l2_bytes") or 0)
+        flush_bytes = max(4 * l2, 64 << 20) if self.device != "cpu" else 32 << 20
+        timings = []
+        stage = "performance"
+        for pi, case in enumerate(task.perf_cases):
+            if self.device == "cpu" and case.dtype in INTERPRETER_UNSUPPORTED:
+                verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
+                                                "skipped: the Triton interpreter computes this dtype incorrectly"))
+                continue
+            label = f"perf case {case.label}"
+            seed = verdict.seeds[0] + 7919 * (pi + 1)
+            # 1. the perf shape must be computed correctly too (at sampled positions)
+            expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"]},
+                                 timeout, f"computing {label}", stage)
+            got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
+                                   "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
+                            timeout, f"running {label}", stage)
+            self._check_spot(task, label, expected, got, compare_tensor)
+
+            # 2. warm both sides up on rotating input sets, then time interleaved blocks
+            seeds = [seed + k for k in range(opts["perf_input_sets"])]
+            prep_msg = {"op": "perf_prepare", "case": pi, "seeds": seeds, "flush_bytes": flush_bytes,
+                        "warmup_ms": opts["warmup_ms"]}
+            ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
+            cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
+            if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
+                raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
+                                 f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)")
+            est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3)
+            n = int(min(opts["max_calls_per_block"], max(opts["min_calls_per_block"],
+                                                           math.ceil(opts["block_ms"] / est))))
+            gap_excess = cand_prep["gap_ms"] - ref_prep["gap_ms"]
+            if gap_excess > max(0.05, 0.5 * cand_prep["est_ms"]):
+                raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed "
+                                 "stream finished (side streams or threads escaping the timer)")
+            ref_blocks, cand_blocks = [], []
+            for b in range(opts["perf_blocks"]):
+                order = [(ref, ref_blocks, cand), (cand, cand_blocks, ref)]
+                for side, blocks, other in (order if b % 2 == 0 else order[::-1]):
+                    other.pause()
+                    try:
+                        block = self._ask(side, {"op": "time_block", "n": n}, timeout, f"timing {label}", stage)
+                    finally:
+                        other.resume()
+                    if side is cand and block["launches"] < n:
+                        raise CaseFailed(stage, f"{label}: only {block['launches']} kernel launches in {n} "
+                                         "timed calls (results cached across calls?)")
+                    blocks.append(block["times_ms"])
+            for side in (ref, cand):
+                self._ask(side, {"op": "perf_release"}, timeout, "releasing perf inputs", stage)
+
+            timing = case_timing(ref_blocks, cand_blocks)
+            timings.append(timing)
+            result = CaseResult("performance", case.label, case.to_dict(), True, seeds=seeds,
+                                ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
+                                ci95=[timing.ci_low, timing.ci_high],
+                                timing={"calls_per_block": n, "blocks": opts["perf_blocks"],
+                                        "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
+                                        "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]}})
+            verdict.cases.append(result)
+            if spec is not None and task.cost is not None:
+                bound = roofline_ms(spec, task.cost(case), case.dtype)
+                result.roofline_ms = bound
+                if bound is not None and timing.cand_ms < bound / opts["roofline_slack"]:
+                    result.ok = False
+                    result.reason = (f"measured {timing.cand_ms:.4f} ms, below the {bound:.4f} ms that "
+                                     f"{spec.name} allows for this cost model")
+                    raise CaseFailed(stage, f"{label}: faster than the hardware allows "
+                                     f"({timing.cand_ms:.4f} ms < roofline {bound:.4f} ms): "
+                                     "suspect a cheat, a cached result or a wrong cost model")
+        if timings:
+            agg = aggregate(timings)
+            verdict.speedup, verdict.speedup_geomean = agg.speedup, agg.geomean
+            verdict.speedup_ci95 = [agg.ci_low, agg.ci_high]
+        verdict.stage_seconds["performance"] = round(time.monotonic() - started, 3)
+
+    def _check_spot(self, task, label: str, expected: dict, got: dict, compare_tensor) -> None:
+        if got["launches"] < 1:
+            raise CaseFailed("performance", f"{label}: the candidate's own Triton kernels were never launched")
+        metas = expected["native_meta"]
+        if len(got["meta"]) != len(metas):
+            raise CaseFailed("performance", f"{label}: returned {len(got['meta'])} outputs, expected {len(metas)}")
+        for i, (meta, got_meta) in enumerate(zip(metas, got["meta"])):
+            if got_meta["shape"] != meta["shape"] or got_meta["dtype"] != meta["dtype"]:
+                raise CaseFailed("performance", f"{label}: output {i} is {got_meta['dtype']} {got_meta['shape']}, "
+                                 f"expected {meta['dtype']} {meta['shape']}")
+            if got["nan_counts"][i] > expected["nan_counts"][i]:
+                raise CaseFailed("performance", f"{label}: output {i} holds {got['nan_counts'][i]} NaN values "
+                                 "where the reference has fewer (unwritten output?)")
+            tol = task.tolerance_for(meta["dtype"])
+            check = compare_tensor(got["samples"][i], expected["samples"][i], tol.atol, tol.rtol,
+                                   f"output {i} (sampled)")
+            if not check.ok:
+                raise CaseFailed("performance", f"{label}: at perf size, {check.reason}")
+
+
+# -- process entry ------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="kernelwright judge worker (started by the judge pool)")
+    parser.add_argument("--fd", type=int, required=True, help="descriptor of the channel to the coordinator")
+    parser.add_argument("--device", choices=["cuda", "cpu"], required=True)
+    args = parser.parse_args(argv)
+    if args.device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # must be set before triton is imported
+    from . import procs
+
+    procs.die_with_parent()
+    procs.become_subreaper()
+    import torch  # noqa: F401 - imported once here, inherited by every forked child
+    import triton  # noqa: F401
+
+    torch.set_num_threads(1)  # the worker only compares; children set their own thread count
+    conn = Connection(args.fd)
+    first = conn.recv()
+    worker = Worker(args.device, first.get("options", {}))
+    try:
+        info = worker.start()
+        conn.send({"op": "ready", "ok": True, "info": info})
+    except Exception as exc:  # noqa: BLE001
+        reason = exc.reason if isinstance(exc, ChildFailure) else repr(exc)
+        tail = exc.log_tail if isinstance(exc, ChildFailure) else ""
+        conn.send({"op": "ready", "ok": False, "error": f"device initialisation failed: {reason}\n{tail}"})
+        worker.shutdown()
+        return
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except EOFError:
+                break
+            if msg.get("op") == "judge":
+                conn.send({"op": "verdict", "id": msg.get("id"), "verdict": worker.judge(msg)})
+            elif msg.get("op") == "exit":
+                break
+    finally:
+        worker.shutdown()
+
+
+def new_seeds(n: int) -> list[int]:
+    return [secrets.randbelow(2**31 - 1) for _ in range(n)]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
