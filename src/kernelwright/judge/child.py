@@ -355,9 +355,10 @@ class Harness:
             args = self._inputs(item.get("cases", "correctness_cases"), item["case"], item["seed"])
             sizes = item.get("poison_sizes", [])
             outputs, launches, seconds = self._call_candidate(args, sizes)
-            reply = {"op": "run", "ok": True, "outputs": outputs, "launches": launches,
-                     "seconds": seconds, "kernels": dict(self.counter.kernels),
-                     "inputs_after": self._tensor_args(args)}
+            # Snapshot now: an output may alias an input, and the repeat call below may change both.
+            reply = {"op": "run", "ok": True, "outputs": [t.detach().clone() for t in outputs],
+                     "launches": launches, "seconds": seconds, "kernels": dict(self.counter.kernels),
+                     "inputs_after": [t.detach().clone() for t in self._tensor_args(args)]}
             if item.get("repeat"):
                 again, launches2, _ = self._call_candidate(args, sizes)
                 reply["repeat_outputs"] = again

@@ -179,8 +179,9 @@ def classify_error(text: str) -> str:
     lowered = text.lower()
     if "illegal memory access" in lowered or "misaligned address" in lowered:
         return "GPU fault (illegal memory access)"
-    if "out of memory" in lowered:
-        return "GPU out of memory" if "cuda" in lowered or "hip" in lowered else "out of memory"
+    if any(k in lowered for k in ("out of memory", "can't allocate memory", "cannot allocate memory",
+                                  "memoryerror")):
+        return "GPU out of memory" if "cuda" in lowered or "hip" in lowered else "ran out of memory"
     if "sys.exit" in lowered:
         return "called sys.exit"
     return "raised an exception"
@@ -407,13 +408,13 @@ class Worker:
         (reason, detail)."""
         if got["launches"] < 1:
             return ("the candidate's own Triton kernels were never launched (did it compute with torch?)", {})
-        result = compare_outputs(got["outputs"], expected["reference"], expected["meta"], task.tolerance_for)
-        if not result.ok:
-            return (result.reason, result.detail)
         pristine, after = expected["inputs"], got["inputs_after"]
         for i, (a, b) in enumerate(zip(pristine, after)):
             if i not in task.mutable_args and not identical([a], [b]):
                 return (f"modified its input tensor #{i}; inputs must be left unchanged", {})
+        result = compare_outputs(got["outputs"], expected["reference"], expected["meta"], task.tolerance_for)
+        if not result.ok:
+            return (result.reason, result.detail)
         if "repeat_outputs" in got:
             again = got["repeat_outputs"]
             if got.get("repeat_launches", 0) < 1:

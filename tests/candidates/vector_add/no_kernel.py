@@ -1,0 +1,6 @@
+# expect: static "defines no @triton.jit kernel"
+import torch
+
+
+def vector_add(x, y):
+    return x + y

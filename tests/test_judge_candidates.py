@@ -1,0 +1,78 @@
+"""The real cascade under the Triton interpreter: good candidates pass, and broken, cheating and
+crashing ones fail at the right stage with the right reason, leaving no process behind."""
+
+import os
+import time
+
+import pytest
+
+from kernelwright.judge import JudgeOptions, JudgePool
+from kernelwright.judge.procs import children_of
+from kernelwright.tasks import resolve_task
+
+from .conftest import candidate_expectations
+
+CASES = candidate_expectations("vector_add", gpu=False)
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    pidfile = tmp_path_factory.mktemp("escape") / "daemon.pid"
+    os.environ["KW_TEST_PIDFILE"] = str(pidfile)
+    task = resolve_task("vector_add")
+    options = JudgeOptions(seeds=2, seed=1234, load_timeout=60, call_timeout=8, case_timeout=8)
+    with JudgePool("cpu", workers=2, options=options) as pool:
+        results = pool.judge_many([(task, path) for path, _, _ in CASES])
+        worker_pids = [w.process.pid for w in pool._workers if w is not None]
+        # while the workers are alive: nothing but their own reference/spare children remains
+        leftovers = {pid: children_of(pid) for pid in worker_pids}
+    return {path.name: v for (path, _, _), v in zip(CASES, results)}, pidfile, leftovers, worker_pids
+
+
+@pytest.mark.parametrize("path,stage,reason", CASES, ids=[p.stem for p, _, _ in CASES])
+def test_candidate_verdict(verdicts, path, stage, reason):
+    verdict = verdicts[0][path.name]
+    assert verdict.stage == stage, f"{path.name}: {verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    assert reason in verdict.reason, f"{path.name}: reason was {verdict.reason!r}"
+    assert verdict.call == (stage not in ("static", "call"))
+    assert verdict.correct == (stage in ("passed", "performance"))
+
+
+def test_printed_text_is_never_parsed(verdicts):
+    verdict = verdicts[0]["prints_pass.py"]
+    assert "All tests PASSED" in verdict.log_tail  # kept for the reflector, as text
+    assert verdict.stage == "correctness"
+
+
+def test_passing_verdict_records_kernels_and_seeds(verdicts):
+    verdict = verdicts[0]["good.py"]
+    assert verdict.kernels.get("add_kernel", 0) >= 1
+    assert len(verdict.seeds) == 2
+    checked = [c for c in verdict.cases if c.kind == "correctness" and c.ok]
+    assert checked and all(len(c.seeds) == 2 and c.launches >= 2 for c in checked)
+    skipped = [c for c in verdict.cases if c.ok is None]
+    assert all("interpreter" in c.reason for c in skipped)  # bf16 is skipped with a reason
+
+
+def test_no_process_outlives_its_verdict(verdicts):
+    _, pidfile, leftovers, worker_pids = verdicts
+    # each worker keeps exactly its reference child and one spare candidate child
+    for pid, children in leftovers.items():
+        assert len(children) <= 2, f"worker {pid} has stray children {children}"
+    assert pidfile.exists(), "the escaping candidate did not run"
+    daemon = int(pidfile.read_text())
+    for _ in range(50):
+        if not os.path.exists(f"/proc/{daemon}") or _is_zombie(daemon):
+            break
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{daemon}") or _is_zombie(daemon), "a daemonized grandchild survived"
+    for pid in worker_pids:  # the pool closed its workers
+        assert not os.path.exists(f"/proc/{pid}") or _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
