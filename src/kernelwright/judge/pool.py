@@ -170,15 +170,18 @@ class JudgePool:
     """Judge candidates on every device of one backend. Thread-safe; use as a context manager."""
 
     def __init__(self, device: str = "auto", workers: int | None = None,
-                 options: JudgeOptions | None = None) -> None:
+                 options: JudgeOptions | None = None, workers_per_device: int = 1) -> None:
+        """`workers`: on CPU, how many interpreter workers; on GPUs, how many devices to use
+        (default all). `workers_per_device` > 1 overlaps compilation and correctness checks of
+        several candidates on one GPU; timing stays exclusive per GPU (a lock file per device)."""
         self.options = options or JudgeOptions()
         self.backend, count = detect_backend(device)
-        if workers is None:
-            n = count
-        elif self.backend == "cpu":
-            n = workers
+        if self.backend == "cpu":
+            self.n_devices = 1
+            n = workers if workers is not None else count
         else:
-            n = min(workers, count)
+            self.n_devices = count if workers is None else max(1, min(workers, count))
+            n = self.n_devices * max(1, workers_per_device)
         self.n_workers = max(1, n)
         self._workers: list[WorkerHandle | None] = [None] * self.n_workers
         self._free: queue.Queue[int] = queue.Queue()
@@ -191,7 +194,7 @@ class JudgePool:
     def _worker(self, index: int) -> WorkerHandle:
         handle = self._workers[index]
         if handle is None or handle.process.poll() is not None:
-            handle = WorkerHandle(self.backend, index, self.options)
+            handle = WorkerHandle(self.backend, index % self.n_devices, self.options)
             self._workers[index] = handle
             with self._lock:
                 self.device_info = dict(handle.info)

@@ -14,6 +14,8 @@ Started by the coordinator (`pool.py`) as `python -m kernelwright.judge.worker -
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import math
 import os
 import secrets
@@ -187,6 +189,24 @@ def classify_error(text: str) -> str:
     return "raised an exception"
 
 
+@contextlib.contextmanager
+def device_lock(device: str, exclusive: bool):
+    """A reader-writer lock per GPU, shared by every worker and every kernelwright run on this
+    machine: checking correctness takes it shared, timing takes it exclusive, so a measurement
+    never overlaps anyone else's work on that GPU."""
+    if device == "cpu":
+        yield
+        return
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES") or "0"
+    path = os.path.join(tempfile.gettempdir(), f"kernelwright-gpu-{visible.replace(',', '_')}.lock")
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 class Worker:
     def __init__(self, device: str, options: dict | None = None) -> None:
         self.device = device
@@ -262,10 +282,12 @@ class Worker:
                 raise JudgeError(f"task {task.name} has no Triton reference to use as the baseline")
             ref = self._reference_child(task, baseline_path, opts["load_timeout"])
             cand = self._candidate_child(task)
-            self._run_call_and_correctness(task, ref, cand, verdict, opts)
+            with device_lock(self.device, exclusive=False):
+                self._run_call_and_correctness(task, ref, cand, verdict, opts)
             if opts.get("perf") and task.perf_cases:
                 verdict.stage = "performance"
-                self._run_performance(task, ref, cand, verdict, opts)
+                with device_lock(self.device, exclusive=True):
+                    self._run_performance(task, ref, cand, verdict, opts)
             verdict.stage, verdict.reason = PASSED, "passed"
             if verdict.flags:
                 verdict.reason = "passed with notes: " + "; ".join(verdict.flags)

@@ -9,7 +9,8 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     i = tl.load(x_ptr) * 0.0
-    while i < 1.0:  # never terminates: the data makes i zero forever
+    while i < 1.0:  # never terminates: the data makes i zero forever; the store keeps the loop alive
+        tl.store(out_ptr + offs, i + offs, mask=mask)
         i = i * 2.0
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 

@@ -1,0 +1,105 @@
+"""Throughput: time to judge (static + call + correctness) a batch of candidates with warm judge
+workers, against a fresh `python` process per candidate (GEAK-eval's way), in the same run.
+
+Candidates are the starter tasks' Triton references, each in several variants whose kernels differ
+by a harmless line, so every candidate compiles its own kernels (as distinct LLM candidates do).
+Each method gets an empty Triton cache of its own.
+
+usage: PYTHONPATH=src python benchmarks/judge_throughput.py [--variants 4] [--device auto] [--out FILE]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+STARTER = ["vector_add", "softmax", "rmsnorm", "matmul"]
+
+
+def make_variants(tmp: Path, n: int) -> list[tuple[str, Path]]:
+    from kernelwright.tasks import resolve_task
+
+    out = []
+    for name in STARTER:
+        source = resolve_task(name).triton_reference.read_text()
+        for k in range(n):
+            # a constant assignment as the first statement of every kernel: new cache key, same code
+            variant = re.sub(r"(@triton\.jit\ndef [^\n]*?(?:\n[^\n]*?)*?\):\n)", rf"\1    _variant = {k}\n", source)
+            path = tmp / f"{name}_v{k}.py"
+            path.write_text(variant)
+            out.append((name, path))
+    return out
+
+
+def run_judge(cands, device, per_device, seeds):
+    from kernelwright.judge import JudgeOptions, JudgePool
+    from kernelwright.tasks import resolve_task
+
+    options = JudgeOptions(seeds=len(seeds), seed=seeds[0], perf=False)
+    with JudgePool(device, options=options, workers_per_device=per_device) as pool:
+        t0 = time.perf_counter()
+        pool.start()
+        warm_s = time.perf_counter() - t0
+        jobs = [(resolve_task(name), path) for name, path in cands]
+        t0 = time.perf_counter()
+        verdicts = pool.judge_many(jobs)
+        wall = time.perf_counter() - t0
+    return wall, warm_s, [v.stage for v in verdicts]
+
+
+def run_fresh(cands, seeds):
+    from kernelwright.tasks import resolve_task
+
+    script = ROOT / "benchmarks" / "fresh_process_check.py"
+    results = []
+    t0 = time.perf_counter()
+    for name, path in cands:
+        proc = subprocess.run([sys.executable, str(script), str(resolve_task(name).source_path), str(path),
+                               *map(str, seeds)], capture_output=True, text=True)
+        results.append("passed" if proc.returncode == 0 else proc.stdout[-200:] + proc.stderr[-300:])
+    return time.perf_counter() - t0, results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--variants", type=int, default=4)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--per-device", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    seeds = [11, 12, 13]
+    report = {"candidates": None, "seeds_per_case": len(seeds), "runs": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        cands = make_variants(Path(tmp), args.variants)
+        report["candidates"] = len(cands)
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-fresh-")
+        fresh_wall, fresh_results = run_fresh(cands, seeds)
+        bad = [r for r in fresh_results if r != "passed"]
+        report["runs"].append({"method": "fresh python per candidate", "wall_s": fresh_wall,
+                               "per_candidate_s": fresh_wall / len(cands), "failures": bad[:3]})
+        for per_device in args.per_device:
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-judge{per_device}-")
+            wall, warm, stages = run_judge(cands, args.device, per_device, seeds)
+            report["runs"].append({"method": f"kernelwright judge, {per_device} worker(s) per device",
+                                   "wall_s": wall, "per_candidate_s": wall / len(cands), "worker_start_s": warm,
+                                   "speedup_vs_fresh": fresh_wall / wall,
+                                   "not_passed": [s for s in stages if s != "passed"]})
+    print(json.dumps(report, indent=2))
+    print(f"\n| method | candidates | wall (s) | per candidate (s) | vs fresh process |\n|---|---|---|---|---|")
+    for r in report["runs"]:
+        print(f"| {r['method']} | {len(cands)} | {r['wall_s']:.1f} | {r['per_candidate_s']:.2f} | "
+              f"{r.get('speedup_vs_fresh', 1.0):.2f}x |")
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

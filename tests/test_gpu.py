@@ -1,0 +1,60 @@
+"""GPU behaviour, run on the device machine: references pass with a measured speedup, and the bad
+candidates (GPU faults, hangs, out-of-memory, side streams, patched timers) are contained."""
+
+import pytest
+
+from kernelwright.judge import JudgeOptions, JudgePool
+from kernelwright.tasks import load_task_file, resolve_task
+
+from .conftest import CANDIDATES, candidate_expectations
+
+pytestmark = pytest.mark.gpu
+STARTER = ["vector_add", "softmax", "rmsnorm", "matmul"]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    options = JudgeOptions(seeds=3, perf_blocks=6, call_timeout=60, case_timeout=30, load_timeout=120)
+    with JudgePool("auto", options=options) as p:
+        assert p.backend in ("cuda", "hip")
+        yield p
+
+
+@pytest.mark.parametrize("name", STARTER)
+def test_triton_reference_passes_with_speedup(pool, name):
+    task = resolve_task(name)
+    verdict = pool.judge(task, task.triton_reference)
+    assert verdict.passed, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    assert verdict.speedup is not None and verdict.speedup > 0
+    perf = [c for c in verdict.cases if c.kind == "performance"]
+    assert len(perf) == len(task.perf_cases)
+    assert all(c.ci95[0] <= c.speedup <= c.ci95[1] for c in perf)
+
+
+def test_bad_candidates_are_contained(pool):
+    task = resolve_task("vector_add")
+    cases = candidate_expectations("vector_add", gpu=True)
+    verdicts = pool.judge_many([(task, path) for path, _, _ in cases])
+    wrong = []
+    for (path, stage, reason), verdict in zip(cases, verdicts):
+        if verdict.stage != stage or reason not in verdict.reason:
+            wrong.append(f"{path.name}: expected {stage} '{reason}', got {verdict.stage}: {verdict.reason}")
+    assert not wrong, "\n".join(wrong)
+    # the GPU is still usable after faults, hangs and OOMs
+    again = pool.judge(task, CANDIDATES / "vector_add" / "good.py")
+    assert again.passed, again.reason
+
+
+def test_patched_timers_do_not_fake_a_speedup(pool):
+    task = resolve_task("vector_add")
+    verdict = pool.judge(task, CANDIDATES / "vector_add" / "timer_patch.py")
+    assert verdict.passed, verdict.reason
+    assert verdict.speedup < 3.0  # a 100x fake would show here
+
+
+def test_perf_only_cheats_on_gpu(pool):
+    task = load_task_file(CANDIDATES.parent / "tasks" / "tiny_add.py")
+    cases = candidate_expectations("tiny_add", gpu=True)
+    verdicts = pool.judge_many([(task, path) for path, _, _ in cases])
+    for (path, stage, reason), verdict in zip(cases, verdicts):
+        assert verdict.stage == stage and reason in verdict.reason, (path.name, verdict.stage, verdict.reason)

@@ -1,0 +1,45 @@
+"""The performance stage under the interpreter: interleaved timing with statistics, and the
+perf-only cheats (wrong answers at timed shapes, results cached across timed calls)."""
+
+import pytest
+
+from kernelwright.judge import JudgeOptions, JudgePool
+from kernelwright.tasks import load_task_file
+
+from .conftest import CANDIDATES, candidate_expectations
+
+TASK = load_task_file(CANDIDATES.parent / "tasks" / "tiny_add.py")
+CASES = candidate_expectations("tiny_add", gpu=False)
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    options = JudgeOptions(seeds=2, seed=7, perf=True, perf_blocks=4, block_ms=5, warmup_ms=5,
+                           min_calls_per_block=3, call_timeout=30, case_timeout=30, perf_timeout=60)
+    with JudgePool("cpu", workers=2, options=options) as pool:
+        results = pool.judge_many([(TASK, path) for path, _, _ in CASES])
+    return {path.name: v for (path, _, _), v in zip(CASES, results)}
+
+
+@pytest.mark.parametrize("path,stage,reason", CASES, ids=[p.stem for p, _, _ in CASES])
+def test_perf_verdict(verdicts, path, stage, reason):
+    verdict = verdicts[path.name]
+    assert verdict.stage == stage, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    assert reason in verdict.reason
+    if stage == "performance":
+        assert verdict.correct and verdict.speedup is None
+
+
+def test_speedup_statistics_are_complete(verdicts):
+    verdict = verdicts["good.py"]
+    perf = [c for c in verdict.cases if c.kind == "performance"]
+    assert len(perf) == 2
+    for case in perf:
+        assert case.ref_ms > 0 and case.cand_ms > 0
+        assert case.speedup == pytest.approx(case.ref_ms / case.cand_ms)
+        assert case.ci95[0] <= case.speedup <= case.ci95[1]
+        assert len(case.timing["ref_block_ms"]) == len(case.timing["cand_block_ms"]) == 4
+    mean = sum(c.speedup for c in perf) / len(perf)
+    assert verdict.speedup == pytest.approx(mean)
+    assert verdict.speedup_geomean <= verdict.speedup + 1e-12  # AM >= GM
+    assert verdict.speedup_ci95[0] <= verdict.speedup_ci95[1]
