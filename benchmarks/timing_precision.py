@@ -42,7 +42,8 @@ def main() -> None:
                         rows.append({"task": name, "case": c.label, "repeat": repeat, "ref_ms": c.ref_ms,
                                      "cand_ms": c.cand_ms, "speedup": c.speedup, "ci95": c.ci95,
                                      "covers_1": c.ci95[0] <= 1.0 <= c.ci95[1],
-                                     "calls_per_block": c.timing["calls_per_block"]})
+                                     "calls_per_block": c.timing["calls_per_block"],
+                                     "escape_gap_ms": c.timing["escape_gap_ms"]})
     long_rows = [r for r in rows if r["ref_ms"] >= 0.020]
     summary = {
         "device": pool.device_info.get("name"),
@@ -51,6 +52,8 @@ def main() -> None:
         "median_abs_dev_ge_20us": statistics.median(abs(r["speedup"] - 1) for r in long_rows) if long_rows else None,
         "max_abs_dev_ge_20us": max(abs(r["speedup"] - 1) for r in long_rows) if long_rows else None,
         "ci_covers_1": sum(r["covers_1"] for r in rows),
+        "max_escape_gap_difference_ms": max(abs(r["escape_gap_ms"]["cand"] - r["escape_gap_ms"]["ref"])
+                                            for r in rows) if rows else None,
     }
     print("| task | case | rep | ref ms | cand ms | speedup | 95% CI | covers 1 |\n|---|---|---|---|---|---|---|---|")
     for r in rows:

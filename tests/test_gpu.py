@@ -14,7 +14,7 @@ STARTER = ["vector_add", "softmax", "rmsnorm", "matmul"]
 
 @pytest.fixture(scope="module")
 def pool():
-    options = JudgeOptions(seeds=3, perf_blocks=6, call_timeout=60, case_timeout=30, load_timeout=120)
+    options = JudgeOptions(seeds=3, perf_blocks=6, call_timeout=30, case_timeout=20, load_timeout=120)
     with JudgePool("auto", options=options) as p:
         assert p.backend in ("cuda", "hip")
         yield p

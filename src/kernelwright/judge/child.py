@@ -431,7 +431,7 @@ class Harness:
                     break
             self._sync()
             times = self._timed_calls(5)
-            gaps = self._escape_gaps(3) if self.is_gpu else [0.0]
+            gaps = self._escape_gaps(5) if self.is_gpu else [0.0]
             self.send({"op": "perf_prepare", "ok": True, "est_ms": float(sorted(times)[len(times) // 2]),
                        "gap_ms": float(sorted(gaps)[len(gaps) // 2]),
                        "warmup_launches": self.counter.own - before, "warmup_calls": calls})
