@@ -6,6 +6,7 @@ No test needs an API key or the network: every request goes to 127.0.0.1 on an e
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 # Import this checkout's package, ahead of any other installed copy of kernelwright.
@@ -53,9 +54,11 @@ def make_client(tmp_path: Path) -> Callable[..., LLMClient]:
 
     def make(server: ScriptedServer | None, protocol: str = "openai", *,
              model: str | None = None, ledger: UsageLedger | None = None,
-             **overrides: Any) -> LLMClient:
+             limiter: ConcurrencyLimiter | None = None,
+             sleep: Callable[[float], None] = time.sleep, **overrides: Any) -> LLMClient:
         settings = fast_settings(server, protocol, tmp_path, **overrides)
         return LLMClient(model or MODEL_FOR_PROTOCOL[protocol], settings,
-                         ledger=ledger or UsageLedger(), limiter=ConcurrencyLimiter())
+                         ledger=ledger or UsageLedger(),
+                         limiter=limiter or ConcurrencyLimiter(), sleep=sleep)
 
     return make

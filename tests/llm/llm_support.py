@@ -10,7 +10,7 @@ from kernelwright.llm import LLMSettings, ProviderSettings
 from kernelwright.llm.testing import ScriptedServer
 
 OPENAI_MODEL = "openai/gpt-4.1"
-ANTHROPIC_MODEL = "anthropic/claude-sonnet-4-5"
+ANTHROPIC_MODEL = "anthropic/claude-haiku-4-5"
 MODEL_FOR_PROTOCOL = {"openai": OPENAI_MODEL, "anthropic": ANTHROPIC_MODEL}
 USER_PROMPT = [{"role": "user", "content": "Write a softmax kernel."}]
 

@@ -88,7 +88,9 @@ class LLMClient:
         if self.settings.offline and not self.settings.cache:
             raise LLMConfigError("offline replay answers from the cache, which is turned off: "
                                  "drop --no-cache (or set llm.cache = true)")
-        self.cache = cache or (ResponseCache(self.settings.cache_path) if self.settings.cache else None)
+        if cache is None and self.settings.cache:
+            cache = ResponseCache(self.settings.cache_path)
+        self.cache = cache
         # Offline replay needs neither a key nor a server, so the endpoint (which checks the
         # key and URL, failing before any request) is resolved only when calls can be made.
         self.endpoint: Endpoint | None = None
@@ -131,7 +133,7 @@ class LLMClient:
         started = time.perf_counter()
         cache = self.cache if use_cache else None
 
-        cached = cache.get(key) if cache else None
+        cached = cache.get(key) if cache is not None else None
         if cached is not None:
             response = ProviderResponse.from_json(cached.response)
             return self._finish(response, key, sample_index, started, all_tags, cache_hit=True,
@@ -149,7 +151,7 @@ class LLMClient:
                                            time.perf_counter() - started, None, False,
                                            exc.attempts, all_tags, error=str(exc)))
             raise
-        if cache:
+        if cache is not None:
             request = {"model": self.model.id, "messages": [dict(m) for m in messages],
                        "sampling": sampling.as_dict(), "sample_index": sample_index}
             cache.put(key, self.model.id, request, response.to_json())

@@ -103,7 +103,7 @@ class OpenAIChatAdapter:
             kwargs["stop"] = list(sampling.stop)
         try:
             response = self._client.chat.completions.create(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - translated, never swallowed
+        except (self._sdk.APIError, json.JSONDecodeError) as exc:
             raise _translate(exc, self._sdk, self._endpoint, self._timeout_s) from exc
         return self._parse(response)
 
@@ -150,15 +150,17 @@ class AnthropicMessagesAdapter:
         }
         if system:
             kwargs["system"] = system
-        if sampling.temperature is not None:
-            kwargs["temperature"] = sampling.temperature
-        if sampling.top_p is not None:
-            kwargs["top_p"] = sampling.top_p
+        # Recent SDK releases dropped the temperature/top_p keywords while the API still takes
+        # them; sending them in the body works with every SDK version.
+        sampling_body = {name: getattr(sampling, name) for name in ("temperature", "top_p")
+                         if getattr(sampling, name) is not None}
+        if sampling_body:
+            kwargs["extra_body"] = sampling_body
         if sampling.stop:
             kwargs["stop_sequences"] = list(sampling.stop)
         try:
             response = self._client.messages.create(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - translated, never swallowed
+        except (self._sdk.APIError, json.JSONDecodeError) as exc:
             raise _translate(exc, self._sdk, self._endpoint, self._timeout_s) from exc
         return self._parse(response)
 
@@ -193,7 +195,9 @@ def _malformed(endpoint: Endpoint, detail: str) -> LLMTransientError:
 
 
 def _translate(exc: Exception, sdk: Any, endpoint: Endpoint, timeout_s: float) -> LLMError:
-    """Map an SDK exception (both SDKs share the same class names) to a kernelwright error."""
+    """Map an SDK exception (both SDKs share the same class names) to a kernelwright error.
+    Only the SDK's API errors and undecodable bodies come here: anything else is a bug in
+    kernelwright and propagates as is."""
     model = endpoint.model
     where = endpoint.base_url or f"the {model.provider} API"
     if isinstance(exc, sdk.APITimeoutError):
@@ -201,9 +205,9 @@ def _translate(exc: Exception, sdk: Any, endpoint: Endpoint, timeout_s: float) -
                                  kind="timeout")
     if isinstance(exc, sdk.APIConnectionError):
         return LLMTransientError(f"cannot connect to {where}: {exc}", kind="connection")
-    if isinstance(exc, (json.JSONDecodeError, sdk.APIResponseValidationError)):
+    if isinstance(exc, json.JSONDecodeError):
         return _malformed(endpoint, f"body is not valid JSON ({exc})")
-    if not isinstance(exc, sdk.APIStatusError):
+    if not isinstance(exc, sdk.APIStatusError):  # e.g. APIResponseValidationError
         return _malformed(endpoint, f"{type(exc).__name__}: {exc}")
 
     status = exc.status_code

@@ -172,8 +172,9 @@ class ScriptedServer:
             return len(self.requests)
 
     def start(self) -> "ScriptedServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
-                                        name="scripted-llm-server")
+        # A short poll interval: stop() waits up to one interval, and tests stop many servers.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        daemon=True, name="scripted-llm-server")
         self._thread.start()
         return self
 
