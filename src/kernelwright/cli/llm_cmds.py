@@ -32,7 +32,11 @@ OfflineOpt = Annotated[bool, typer.Option("--offline", help="answer only from th
 TimeoutOpt = Annotated[Optional[float], typer.Option("--timeout", help="seconds to wait for one response")]
 ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", help="requests in flight per provider")]
 
-console = Console()
+
+
+def _console() -> Console:
+    # Built per command, not at import, so it sees the terminal (and COLUMNS) of this run.
+    return Console()
 
 
 @app.command("config")
@@ -53,6 +57,7 @@ def config_command(
                                       concurrency=concurrency)
     except ConfigError as exc:
         _fail(str(exc), code=2)
+    console = _console()
     merged = config.as_dict()
     if as_json:
         typer.echo(json.dumps(merged, indent=2, default=str))
@@ -76,6 +81,7 @@ def doctor_command(
         "--no-gpu", help="skip the GPU and Triton checks (only check the model)")] = False,
 ) -> None:
     """Check the GPU, Triton and (with --model, or a configured model) that the model answers."""
+    console = _console()
     try:
         _, settings = load_llm_settings(config_path, model=model, base_url=base_url, timeout_s=timeout)
     except ConfigError as exc:
@@ -97,5 +103,5 @@ def doctor_command(
 
 
 def _fail(message: str, *, code: int) -> None:
-    console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    _console().print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
