@@ -84,6 +84,9 @@ def test_human_readable_table_names_the_sources(tmp_path):
     assert result.exit_code == 0
     assert "env (KERNELWRIGHT_CACHE_DIR)" in result.output
     assert "openai/gpt-4.1" in result.output
+    assert "llm.openai.api_key" in result.output  # the provider in use
+    assert "llm.deepseek.api_key" not in result.output  # providers not in use: only with --all
+    assert "llm.deepseek.api_key" in runner.invoke(app, ["config", "--all"]).output
 
 
 @pytest.mark.parametrize("content, message", [

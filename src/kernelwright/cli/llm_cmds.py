@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..config import ConfigError
+from ..llm.models import PROVIDERS
 from ..llm.preflight import CheckResult, run_checks
 from ..llm.settings import load_llm_settings
 from . import app
@@ -49,8 +50,10 @@ def config_command(
     timeout: TimeoutOpt = None,
     concurrency: ConcurrencyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: {key: {value, source}}")] = False,
+    show_all: Annotated[bool, typer.Option(
+        "--all", help="also list the default settings of providers not in use")] = False,
 ) -> None:
-    """Show every setting, its value and where it came from (default < file < env < flag)."""
+    """Show the settings, their values and where they came from (default < file < env < flag)."""
     try:
         config, _ = load_llm_settings(config_path, model=model, base_url=base_url,
                                       no_cache=no_cache, offline=offline, timeout_s=timeout,
@@ -62,13 +65,30 @@ def config_command(
     if as_json:
         typer.echo(json.dumps(merged, indent=2, default=str))
         return
-    table = Table(title=f"kernelwright settings (file: {config.file_path or 'none'})")
+    table = Table(title=f"kernelwright settings (file: {config.file_path or 'none'})",
+                  caption=None if show_all else "providers not in use: see --all")
     for column in ("setting", "value", "source"):
         table.add_column(column, overflow="fold")
+    in_use = _provider_of(config.get("llm.model"))
     for key, entry in merged.items():
+        if not (show_all or _worth_showing(key, entry["source"], in_use)):
+            continue
         value = entry["value"]
         table.add_row(key, "" if value is None else str(value), entry["source"])
     console.print(table)
+
+
+def _provider_of(model: str | None) -> str | None:
+    return model.partition("/")[0] if model else None
+
+
+def _worth_showing(key: str, source: str, provider_in_use: str | None) -> bool:
+    """Nine providers times three settings drown the table: a provider's rows are shown when
+    it is the chosen model's provider or one of them was set somewhere."""
+    parts = key.split(".")
+    if len(parts) != 3 or parts[1] not in PROVIDERS or parts[0] != "llm":
+        return True
+    return parts[1] == provider_in_use or source != "default"
 
 
 @app.command("doctor")
