@@ -34,6 +34,18 @@ def test_repeat_call_is_a_cache_hit_that_never_reaches_the_server(scripted, make
     assert (totals.calls, totals.cache_hits, totals.input_tokens) == (2, 1, 100)
 
 
+def test_identical_requests_racing_in_a_batch_are_sent_once(scripted, make_client):
+    server = scripted({"default": {"delay_s": 0.1, "content": "kernel"}})
+    ledger = UsageLedger()
+    client = make_client(server, ledger=ledger, max_concurrency=4)
+
+    outcomes = client.complete_many([CompletionRequest(USER_PROMPT)] * 4)
+
+    assert [o.text for o in outcomes] == ["kernel"] * 4
+    assert server.request_count == 1
+    assert ledger.totals().cache_hits == 3
+
+
 def test_cache_key_covers_model_messages_sampling_and_sample_index(scripted, make_client):
     server = scripted({"default": {"content": "kernel"}})
     client = make_client(server)

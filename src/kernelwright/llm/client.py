@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from ..config import Config
 from .accounting import PriceTable, TokenUsage, UsageLedger, UsageRecord
 from .cache import ResponseCache, cache_key
-from .concurrency import DEFAULT_LIMITER, ConcurrencyLimiter
+from .concurrency import DEFAULT_LIMITER, SAME_REQUEST_LOCKS, ConcurrencyLimiter
 from .errors import LLMCacheMissError, LLMConfigError, LLMError
 from .models import ModelSpec, parse_model
 from .parsing import CodeExtraction, extract_code
@@ -43,6 +43,7 @@ class Completion:
     attempts: int  # HTTP requests sent for this call (0 for a cache hit)
     sample_index: int
     cache_key: str
+    response: ProviderResponse = field(repr=False, compare=False)
 
     def extract_code(self, entry_point: str | None = None) -> CodeExtraction:
         return extract_code(self.text, entry_point=entry_point)
@@ -133,30 +134,22 @@ class LLMClient:
         started = time.perf_counter()
         cache = self.cache if use_cache else None
 
-        cached = cache.get(key) if cache is not None else None
-        if cached is not None:
-            response = ProviderResponse.from_json(cached.response)
-            return self._finish(response, key, sample_index, started, all_tags, cache_hit=True,
-                                attempts=0)
-        try:
-            if self._adapter is None:
-                raise LLMCacheMissError(
-                    f"offline replay: no cached response for this {self.model} request "
-                    f"(sample {sample_index}) in {self.settings.cache_path}; run without "
-                    f"--offline to call the model")
-            response, attempts = call_with_retries(
-                lambda: self._send_once(messages, sampling), self._retry, sleep=self._sleep)
-        except LLMError as exc:
-            self.ledger.record(UsageRecord(self.model.id, TokenUsage(),
-                                           time.perf_counter() - started, None, False,
-                                           exc.attempts, all_tags, error=str(exc)))
-            raise
-        if cache is not None:
+        if cache is None:
+            return self._call_provider(messages, sampling, key, sample_index, started, all_tags)
+        # Identical requests racing (the same prompt and sample index twice in one batch) wait
+        # for the first one and replay its answer, so nothing is paid for twice.
+        with SAME_REQUEST_LOCKS.hold(key):
+            cached = cache.get(key)
+            if cached is not None:
+                response = ProviderResponse.from_json(cached.response)
+                return self._finish(response, key, sample_index, started, all_tags,
+                                    cache_hit=True, attempts=0)
+            completion = self._call_provider(messages, sampling, key, sample_index, started,
+                                             all_tags)
             request = {"model": self.model.id, "messages": [dict(m) for m in messages],
                        "sampling": sampling.as_dict(), "sample_index": sample_index}
-            cache.put(key, self.model.id, request, response.to_json())
-        return self._finish(response, key, sample_index, started, all_tags, cache_hit=False,
-                            attempts=attempts)
+            cache.put(key, self.model.id, request, completion.response.to_json())
+            return completion
 
     def complete_many(self, requests: Sequence[CompletionRequest]) -> list[Completion | LLMError]:
         """Run calls concurrently (at most the provider's bound in flight); results come back
@@ -178,6 +171,24 @@ class LLMClient:
                                 thread_name_prefix="llm") as pool:
             return list(pool.map(run, requests))
 
+    def _call_provider(self, messages: Sequence[Message], sampling: Sampling, key: str,
+                       sample_index: int, started: float, tags: Mapping[str, str]) -> Completion:
+        try:
+            if self._adapter is None:
+                raise LLMCacheMissError(
+                    f"offline replay: no cached response for this {self.model} request "
+                    f"(sample {sample_index}) in {self.settings.cache_path}; run without "
+                    f"--offline to call the model")
+            response, attempts = call_with_retries(
+                lambda: self._send_once(messages, sampling), self._retry, sleep=self._sleep)
+        except LLMError as exc:
+            self.ledger.record(UsageRecord(self.model.id, TokenUsage(),
+                                           time.perf_counter() - started, None, False,
+                                           exc.attempts, tags, error=str(exc)))
+            raise
+        return self._finish(response, key, sample_index, started, tags, cache_hit=False,
+                            attempts=attempts)
+
     def _send_once(self, messages: Sequence[Message], sampling: Sampling) -> ProviderResponse:
         assert self._adapter is not None and self.endpoint is not None
         with self._limiter.slot(self.endpoint.limiter_key, self.endpoint.max_concurrency):
@@ -192,7 +203,7 @@ class LLMClient:
         self.ledger.record(UsageRecord(self.model.id, usage, latency, cost, cache_hit, attempts,
                                        tags))
         return Completion(response.text, self.model.id, response.finish_reason, response.usage,
-                          latency, cost, cache_hit, attempts, sample_index, key)
+                          latency, cost, cache_hit, attempts, sample_index, key, response)
 
 
 def _check_messages(messages: Sequence[Message]) -> None:

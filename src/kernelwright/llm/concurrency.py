@@ -34,4 +34,27 @@ class ConcurrencyLimiter:
             yield
 
 
+class KeyedLocks:
+    """One lock per key, created on demand and dropped when nobody holds or awaits it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, list[int]]] = {}
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._locks.setdefault(key, (threading.Lock(), [0]))
+            users[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                users[0] -= 1
+                if users[0] == 0:
+                    del self._locks[key]
+
+
 DEFAULT_LIMITER = ConcurrencyLimiter()
+SAME_REQUEST_LOCKS = KeyedLocks()  # keyed by cache key: identical requests in this process
