@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -134,6 +137,28 @@ def test_cache_is_shared_safely_by_threads_and_first_answer_wins(tmp_path):
     assert first_writers <= {0, 1, 2, 3}
     cache.put("key-0", "openai/m", {}, {"writer": 99})
     assert reopened.get("key-0").response["writer"] != 99
+
+
+WRITER_PROCESS = """
+import sys
+from kernelwright.llm.cache import ResponseCache
+cache = ResponseCache(sys.argv[1])
+for i in range(30):
+    cache.put(f"key-{i}", "openai/m", {"i": i}, {"writer": sys.argv[2]})
+    assert cache.get(f"key-{i}") is not None
+"""
+
+
+def test_cache_is_shared_safely_by_processes(tmp_path):
+    path = tmp_path / "c.sqlite"
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER_PROCESS, str(path), str(n)], env=env,
+                                stderr=subprocess.PIPE, text=True) for n in range(3)]
+
+    results = [(w.wait(timeout=30), w.stderr.read()) for w in writers]
+
+    assert results == [(0, "")] * 3
+    assert len(ResponseCache(path)) == 30
 
 
 def test_costs_total_to_hand_computed_values_per_task_and_overall(scripted, make_client):
