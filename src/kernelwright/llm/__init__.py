@@ -4,7 +4,10 @@ with retries, a per-provider concurrency bound, cost accounting and a response c
 Importing this package never imports torch; the layer works without the judge.
 """
 
-from .accounting import BUILTIN_PRICES, PRICES_AS_OF, Price, PriceTable, TokenUsage, UsageLedger, UsageRecord, UsageTotals
+from .accounting import (
+    BUILTIN_PRICES, PRICES_AS_OF, Price, PriceTable, TokenUsage, UsageLedger, UsageRecord,
+    UsageTotals,
+)
 from .cache import ResponseCache, cache_key
 from .client import Completion, CompletionRequest, LLMClient
 from .errors import (
