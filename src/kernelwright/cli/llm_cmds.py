@@ -1,0 +1,127 @@
+"""`kernelwright config` (every setting, its value and where it came from) and
+`kernelwright doctor` (GPU, Triton and model checks before a long run).
+
+The option aliases below (`ModelOpt`, `BaseUrlOpt`, ...) are meant for every command that
+talks to a model, so the flags are spelled the same everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..config import ConfigError
+from ..llm.models import PROVIDERS
+from ..llm.preflight import CheckResult, run_checks
+from ..llm.settings import load_llm_settings
+from . import app
+
+ConfigOpt = Annotated[Optional[Path], typer.Option(
+    "--config", help="settings file (default: $KERNELWRIGHT_CONFIG, then ./kernelwright.toml)")]
+ModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", "-m", help="provider/model, e.g. openai/gpt-4.1, anthropic/claude-sonnet-4-5, "
+                          "openai-compatible/Qwen2.5-Coder-32B")]
+BaseUrlOpt = Annotated[Optional[str], typer.Option(
+    "--base-url", help="endpoint of an OpenAI-compatible server, e.g. http://localhost:8000/v1")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="neither read nor write the response cache")]
+OfflineOpt = Annotated[bool, typer.Option("--offline", help="answer only from the response cache (exact replay)")]
+TimeoutOpt = Annotated[Optional[float], typer.Option("--timeout", help="seconds to wait for one response")]
+ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", help="requests in flight per provider")]
+
+
+
+def _console() -> Console:
+    # Built per command, not at import, so it sees the terminal (and COLUMNS) of this run.
+    return Console()
+
+
+@app.command("config")
+def config_command(
+    config_path: ConfigOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    offline: OfflineOpt = False,
+    timeout: TimeoutOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON: {key: {value, source}}")] = False,
+    show_all: Annotated[bool, typer.Option(
+        "--all", help="also list the default settings of providers not in use")] = False,
+) -> None:
+    """Show the settings, their values and where they came from (default < file < env < flag)."""
+    try:
+        config, _ = load_llm_settings(config_path, model=model, base_url=base_url,
+                                      no_cache=no_cache, offline=offline, timeout_s=timeout,
+                                      concurrency=concurrency)
+    except ConfigError as exc:
+        _fail(str(exc), code=2)
+    console = _console()
+    merged = config.as_dict()
+    if as_json:
+        typer.echo(json.dumps(merged, indent=2, default=str))
+        return
+    table = Table(title=f"kernelwright settings (file: {config.file_path or 'none'})",
+                  caption=None if show_all else "providers not in use: see --all")
+    for column in ("setting", "value", "source"):
+        table.add_column(column, overflow="fold")
+    in_use = _provider_of(config.get("llm.model"))
+    for key, entry in merged.items():
+        if not (show_all or _worth_showing(key, entry["source"], in_use)):
+            continue
+        value = entry["value"]
+        table.add_row(key, "" if value is None else str(value), entry["source"])
+    console.print(table)
+
+
+def _provider_of(model: str | None) -> str | None:
+    return model.partition("/")[0] if model else None
+
+
+def _worth_showing(key: str, source: str, provider_in_use: str | None) -> bool:
+    """Nine providers times three settings drown the table: a provider's rows are shown when
+    it is the chosen model's provider or one of them was set somewhere."""
+    parts = key.split(".")
+    if len(parts) != 3 or parts[1] not in PROVIDERS or parts[0] != "llm":
+        return True
+    return parts[1] == provider_in_use or source != "default"
+
+
+@app.command("doctor")
+def doctor_command(
+    config_path: ConfigOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    timeout: TimeoutOpt = None,
+    no_gpu: Annotated[bool, typer.Option(
+        "--no-gpu", help="skip the GPU and Triton checks (only check the model)")] = False,
+) -> None:
+    """Check the GPU, Triton and (with --model, or a configured model) that the model answers."""
+    console = _console()
+    try:
+        _, settings = load_llm_settings(config_path, model=model, base_url=base_url, timeout_s=timeout)
+    except ConfigError as exc:
+        _fail(str(exc), code=2)
+    chosen = model or settings.model
+    if not chosen:
+        console.print("[dim]no model given or configured: skipping the model check "
+                      "(use --model provider/model)[/dim]")
+
+    def show(result: CheckResult) -> None:
+        mark = "[green]ok[/green]  " if result.ok else "[red]FAIL[/red]"
+        console.print(f"{mark} {result.name}: {result.detail}", highlight=False, soft_wrap=True)
+
+    results = run_checks(chosen, settings, gpu=not no_gpu, on_result=show)
+    failed = [r for r in results if not r.ok]
+    if failed:
+        _fail(f"{len(failed)} of {len(results)} checks failed", code=1)
+    console.print(f"[green]all {len(results)} checks passed[/green]")
+
+
+def _fail(message: str, *, code: int) -> None:
+    _console().print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
