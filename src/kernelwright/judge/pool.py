@@ -49,6 +49,7 @@ class JudgeOptions:
     warmup_ms: float = 25.0
     spot_samples: int = 4096          # sampled output positions checked at perf sizes
     roofline_slack: float = 1.1       # flag times below roofline / slack
+    resolution: float = 0.005         # systematic timing resolution added to every interval (A/A runs)
     escape_ms: float = 0.015          # device work after the timed events beyond this (+25%) fails
     memory_fraction: float = 0.45     # of GPU memory a candidate may take (the reference needs the rest)
 

@@ -506,7 +506,8 @@ class Worker:
                 for side, blocks, other in (order if b % 2 == 0 else order[::-1]):
                     other.pause()
                     try:
-                        block = self._ask(side, {"op": "time_block", "n": n}, timeout, f"timing {label}", stage)
+                        block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed * 131 + b},
+                                          timeout, f"timing {label}", stage)
                     finally:
                         other.resume()
                     if side is cand and block["launches"] < n:
@@ -516,7 +517,7 @@ class Worker:
             for side in (ref, cand):
                 self._ask(side, {"op": "perf_release"}, timeout, "releasing perf inputs", stage)
 
-            timing = case_timing(ref_blocks, cand_blocks)
+            timing = case_timing(ref_blocks, cand_blocks, opts["resolution"])
             timings.append(timing)
             result = CaseResult("performance", case.label, case.to_dict(), True, seeds=seeds,
                                 ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
@@ -536,7 +537,7 @@ class Worker:
                                      f"({timing.cand_ms:.4f} ms < roofline {bound:.4f} ms): "
                                      "suspect a cheat, a cached result or a wrong cost model")
         if timings:
-            agg = aggregate(timings)
+            agg = aggregate(timings, opts["resolution"])
             verdict.speedup, verdict.speedup_geomean = agg.speedup, agg.geomean
             verdict.speedup_ci95 = [agg.ci_low, agg.ci_high]
         verdict.stage_seconds["performance"] = round(time.monotonic() - started, 3)
