@@ -1,0 +1,164 @@
+"""Check a task's Triton reference against its PyTorch reference, case by case.
+
+    python -m kernelwright.tasks.refcheck [--interpret] [--json] TASK_OR_PATH...
+
+On a GPU machine this runs the Triton reference natively on every correctness case. With
+`--interpret` it runs under Triton's CPU interpreter instead, which must be switched on through
+the TRITON_INTERPRET environment variable *before* triton is first imported: that is why this is a
+command (run it in a fresh process) and why nothing here imports triton at module level. The
+interpreter emulates bfloat16/float8 wrongly, so cases of those dtypes are skipped under it.
+
+The comparison mirrors the judge's rules: outputs must have the dtype and shape of the reference
+evaluated on the native-dtype inputs; floating outputs must satisfy |out - ref| <= atol + rtol*|ref|
+elementwise with the task's tolerance for their dtype (ref evaluated in float64 on upcast inputs
+when the task says so); integer and bool outputs must be equal; no input may be modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+INTERPRETER_SKIPS_DTYPES = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2"})
+
+
+def load_triton_entry(task) -> Callable[..., Any]:
+    """Import the task's Triton reference file and return its entry-point function."""
+    path = Path(task.triton_reference)
+    spec = importlib.util.spec_from_file_location(f"kernelwright_triton_ref_{task.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, task.entry_point.name, None)
+    if not callable(fn):
+        raise AttributeError(f"{path} does not define {task.entry_point.name}()")
+    return fn
+
+
+def compare_outputs(task, outputs: tuple, native: tuple, exact: tuple) -> list[str]:
+    """Problems with `outputs` given the native-dtype reference and the (float64) exact one."""
+    import torch
+
+    if len(outputs) != len(native):
+        return [f"returned {len(outputs)} output(s), the reference returns {len(native)}"]
+    problems = []
+    for i, (out, nat, ref) in enumerate(zip(outputs, native, exact)):
+        what = f"output {i}" if len(native) > 1 else "output"
+        if not isinstance(out, torch.Tensor):
+            problems.append(f"{what} is a {type(out).__name__}, not a tensor")
+            continue
+        if out.dtype != nat.dtype or tuple(out.shape) != tuple(nat.shape):
+            problems.append(f"{what} is {out.dtype} {tuple(out.shape)}, expected {nat.dtype} {tuple(nat.shape)}")
+            continue
+        out = out.detach().cpu()
+        ref = ref.detach().cpu()
+        if not out.is_floating_point():
+            bad = out != ref.to(out.dtype)
+            if bad.any():
+                idx = bad.nonzero()[0].tolist()
+                problems.append(f"{what}: {int(bad.sum())} of {out.numel()} elements differ, first at {idx}: "
+                                f"{out[tuple(idx)].item()} vs {ref[tuple(idx)].item()}")
+            continue
+        tol = task.tolerance_for(str(out.dtype).removeprefix("torch."))
+        o, r = out.to(torch.float64), ref.to(torch.float64)
+        err = (o - r).abs()
+        ok = err <= tol.atol + tol.rtol * r.abs()
+        ok |= (o == r)  # equal infinities
+        ok |= o.isnan() & r.isnan()
+        if not ok.all():
+            idx = (~ok).nonzero()[0].tolist()
+            problems.append(f"{what}: {int((~ok).sum())} of {out.numel()} elements outside atol={tol.atol:g} "
+                            f"rtol={tol.rtol:g}; max abs err {err.nan_to_num(float('inf')).max().item():.3g}; "
+                            f"first at {idx}: {o[tuple(idx)].item():.8g} vs {r[tuple(idx)].item():.8g}")
+    return problems
+
+
+def check_case(task, fn: Callable[..., Any], case, device: str, seed: int = 0) -> list[str]:
+    import torch
+
+    from .validate import as_tuple, make_inputs, run_reference
+
+    args = make_inputs(task, case, seed, device)
+    snapshot = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    native = run_reference(task, snapshot, float64=False)
+    exact = run_reference(task, snapshot) if task.reference_in_float64 else native
+    outputs = as_tuple(fn(*args))
+    if device != "cpu":
+        torch.cuda.synchronize()
+    problems = compare_outputs(task, outputs, native, exact)
+    for pos, (before, after) in enumerate(zip(snapshot, args)):
+        if pos in task.mutable_args or not isinstance(before, torch.Tensor):
+            continue
+        if not torch.equal(before, after):
+            problems.append(f"argument {pos} was modified")
+    return problems
+
+
+def check_task(task, interpret: bool, cases: Sequence | None = None) -> dict[str, Any]:
+    """{'task', 'checked': [labels], 'skipped': [labels], 'failures': {label: [problems]}}."""
+    import traceback
+
+    device = "cpu" if interpret else "cuda"
+    report: dict[str, Any] = {"task": task.name, "checked": [], "skipped": [], "failures": {}}
+    if task.triton_reference is None:
+        report["failures"]["-"] = ["task has no triton_reference"]
+        return report
+    try:
+        fn = load_triton_entry(task)
+    except Exception as exc:
+        report["failures"]["-"] = [f"cannot load Triton reference: {type(exc).__name__}: {exc}"]
+        return report
+    for case in task.correctness_cases if cases is None else cases:
+        if interpret and case.dtype in INTERPRETER_SKIPS_DTYPES:
+            report["skipped"].append(case.label)
+            continue
+        started = time.perf_counter()
+        try:
+            problems = check_case(task, fn, case, device)
+        except Exception as exc:
+            problems = [f"raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"]
+        report["checked"].append({"case": case.label, "seconds": round(time.perf_counter() - started, 3)})
+        if problems:
+            report["failures"][case.label] = problems
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kernelwright.tasks.refcheck", description=__doc__.split("\n\n")[0])
+    parser.add_argument("tasks", nargs="*", help="built-in task names or task-file paths (default: all built-in)")
+    parser.add_argument("--interpret", action="store_true", help="run on the CPU under TRITON_INTERPRET=1")
+    parser.add_argument("--json", action="store_true", help="print one JSON report per task")
+    opts = parser.parse_args(argv)
+    if opts.interpret:
+        if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+            parser.error("triton was imported before TRITON_INTERPRET=1 could be set; run in a fresh process")
+        os.environ["TRITON_INTERPRET"] = "1"
+
+    from .registry import builtin_task_paths, resolve_task
+
+    names = opts.tasks or list(builtin_task_paths())
+    failed = 0
+    for name in names:
+        report = check_task(resolve_task(name), interpret=opts.interpret)
+        failed += bool(report["failures"])
+        if opts.json:
+            print(json.dumps(report), flush=True)
+        else:
+            status = "FAIL" if report["failures"] else "ok"
+            secs = sum(c["seconds"] for c in report["checked"])
+            print(f"{status:4} {report['task']}: {len(report['checked'])} checked, "
+                  f"{len(report['skipped'])} skipped, {secs:.1f}s", flush=True)
+            for label, problems in report["failures"].items():
+                for problem in problems:
+                    print(f"     [{label}] {problem}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
