@@ -100,10 +100,21 @@ def check_case(task, fn: Callable[..., Any], case, device: str, seed: int = 0) -
     return problems
 
 
-def check_task(task, interpret: bool, cases: Sequence | None = None) -> dict[str, Any]:
-    """{'task', 'checked': [labels], 'skipped': [labels], 'failures': {label: [problems]}}."""
+def _short_error(exc: BaseException) -> str:
+    """The error and the innermost frames of its cause chain that are not in triton/torch."""
     import traceback
 
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    frames = [f for f in traceback.extract_tb(root.__traceback__)
+              if "/triton/" not in f.filename and "/torch/" not in f.filename]
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno} ({frames[-1].line})" if frames else ""
+    return f"{type(root).__name__}: {root}{where}"
+
+
+def check_task(task, interpret: bool, cases: Sequence | None = None) -> dict[str, Any]:
+    """{'task', 'checked': [labels], 'skipped': [labels], 'failures': {label: [problems]}}."""
     device = "cpu" if interpret else "cuda"
     report: dict[str, Any] = {"task": task.name, "checked": [], "skipped": [], "failures": {}}
     if task.triton_reference is None:
@@ -122,7 +133,7 @@ def check_task(task, interpret: bool, cases: Sequence | None = None) -> dict[str
         try:
             problems = check_case(task, fn, case, device)
         except Exception as exc:
-            problems = [f"raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"]
+            problems = [f"raised {_short_error(exc)}"]
         report["checked"].append({"case": case.label, "seconds": round(time.perf_counter() - started, 3)})
         if problems:
             report["failures"][case.label] = problems
