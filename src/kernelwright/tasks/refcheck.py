@@ -6,7 +6,8 @@ On a GPU machine this runs the Triton reference natively on every correctness ca
 `--interpret` it runs under Triton's CPU interpreter instead, which must be switched on through
 the TRITON_INTERPRET environment variable *before* triton is first imported: that is why this is a
 command (run it in a fresh process) and why nothing here imports triton at module level. The
-interpreter emulates bfloat16/float8 wrongly, so cases of those dtypes are skipped under it.
+interpreter emulates bfloat16/float8 wrongly, so cases of those dtypes are skipped under it;
+bfloat16 cases are re-run with the same parameters in float16 instead.
 
 The comparison mirrors the judge's rules: outputs must have the dtype and shape of the reference
 evaluated on the native-dtype inputs; floating outputs must satisfy |out - ref| <= atol + rtol*|ref|
@@ -26,6 +27,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 INTERPRETER_SKIPS_DTYPES = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2"})
+# Under the interpreter a bfloat16 case is still worth running with the same shapes in float16:
+# the kernel's indexing, masking and reduction logic is dtype-independent.
+INTERPRETER_SUBSTITUTES = {"bfloat16": "float16"}
 
 
 def load_triton_entry(task) -> Callable[..., Any]:
@@ -114,7 +118,13 @@ def _short_error(exc: BaseException) -> str:
 
 
 def check_task(task, interpret: bool, cases: Sequence | None = None) -> dict[str, Any]:
-    """{'task', 'checked': [labels], 'skipped': [labels], 'failures': {label: [problems]}}."""
+    """{'task', 'checked': [{case, seconds}], 'skipped': [labels], 'failures': {label: [problems]}}.
+
+    Skipped cases (dtypes the interpreter cannot run) may still appear in 'checked' under a
+    substitute dtype, labelled "<label> as float16".
+    """
+    from .model import Case
+
     device = "cpu" if interpret else "cuda"
     report: dict[str, Any] = {"task": task.name, "checked": [], "skipped": [], "failures": {}}
     if task.triton_reference is None:
@@ -128,7 +138,10 @@ def check_task(task, interpret: bool, cases: Sequence | None = None) -> dict[str
     for case in task.correctness_cases if cases is None else cases:
         if interpret and case.dtype in INTERPRETER_SKIPS_DTYPES:
             report["skipped"].append(case.label)
-            continue
+            if case.dtype not in INTERPRETER_SUBSTITUTES:
+                continue
+            case = Case(INTERPRETER_SUBSTITUTES[case.dtype], label=f"{case.label} as {INTERPRETER_SUBSTITUTES[case.dtype]}",
+                        **case.params)
         started = time.perf_counter()
         try:
             problems = check_case(task, fn, case, device)
