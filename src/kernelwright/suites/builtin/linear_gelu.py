@@ -52,7 +52,7 @@ hidden_cases = [
 perf_cases = [
     Case("float16", M=8192, N=16384, K=4096),
     Case("bfloat16", M=4096, N=11008, K=4096),
-    Case("float32", M=2048, N=4096, K=1024),
+    Case("float32", M=4096, N=4096, K=1024),
 ]
 
 
