@@ -1,6 +1,6 @@
 """Check a task's Triton reference against its PyTorch reference, case by case.
 
-    python -m kernelwright.tasks.refcheck [--interpret] [--json] TASK_OR_PATH...
+    python -m kernelwright.tasks.refcheck [--interpret | --perf] [--json] TASK_OR_PATH...
 
 On a GPU machine this runs the Triton reference natively on every correctness case. With
 `--interpret` it runs under Triton's CPU interpreter instead, which must be switched on through
@@ -13,6 +13,11 @@ The comparison mirrors the judge's rules: outputs must have the dtype and shape 
 evaluated on the native-dtype inputs; floating outputs must satisfy |out - ref| <= atol + rtol*|ref|
 elementwise with the task's tolerance for their dtype (ref evaluated in float64 on upcast inputs
 when the task says so); integer and bool outputs must be equal; no input may be modified.
+
+With `--perf` (GPU only) it also times the Triton reference on every perf case
+(triton.testing.do_bench) and reports the achieved bandwidth and FLOP rate from the task's cost
+model; perf-sized outputs are only checked for dtype, shape and finiteness, since a float64
+reference at those sizes can need more memory than the GPU has.
 """
 
 from __future__ import annotations
@@ -153,12 +158,46 @@ def check_task(task, interpret: bool, cases: Sequence | None = None) -> dict[str
     return report
 
 
+def time_perf_cases(task, fn, device: str = "cuda") -> list[dict[str, Any]]:
+    """Time the Triton reference on each perf case: microseconds, TB/s and TFLOP/s per cost()."""
+    import torch
+    from triton.testing import do_bench
+
+    from .validate import as_tuple, make_inputs
+
+    results = []
+    for case in task.perf_cases:
+        entry: dict[str, Any] = {"case": case.label}
+        try:
+            args = make_inputs(task, case, 0, device)
+            outputs = as_tuple(fn(*args))
+            bad = [i for i, o in enumerate(outputs)
+                   if not isinstance(o, torch.Tensor) or (o.is_floating_point() and not torch.isfinite(o).all())]
+            if bad:
+                entry["problem"] = f"output(s) {bad} not finite tensors"
+            seconds = do_bench(lambda: fn(*args), warmup=25, rep=100) * 1e-3
+            cost = task.cost(case) if task.cost else {}
+            entry.update(us=round(seconds * 1e6, 2),
+                         tb_per_s=round(cost.get("bytes", 0) / seconds / 1e12, 3),
+                         tflop_per_s=round(cost.get("flops", 0) / seconds / 1e12, 2))
+        except Exception as exc:
+            entry["problem"] = f"raised {_short_error(exc)}"
+        finally:
+            args = outputs = None
+            torch.cuda.empty_cache()
+        results.append(entry)
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernelwright.tasks.refcheck", description=__doc__.split("\n\n")[0])
     parser.add_argument("tasks", nargs="*", help="built-in task names or task-file paths (default: all built-in)")
     parser.add_argument("--interpret", action="store_true", help="run on the CPU under TRITON_INTERPRET=1")
+    parser.add_argument("--perf", action="store_true", help="also time the perf cases (GPU only)")
     parser.add_argument("--json", action="store_true", help="print one JSON report per task")
     opts = parser.parse_args(argv)
+    if opts.interpret and opts.perf:
+        parser.error("--perf times the GPU; it cannot be combined with --interpret")
     if opts.interpret:
         if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
             parser.error("triton was imported before TRITON_INTERPRET=1 could be set; run in a fresh process")
@@ -169,7 +208,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = opts.tasks or list(builtin_task_paths())
     failed = 0
     for name in names:
-        report = check_task(resolve_task(name), interpret=opts.interpret)
+        task = resolve_task(name)
+        report = check_task(task, interpret=opts.interpret)
+        if opts.perf and task.triton_reference is not None and "-" not in report["failures"]:
+            report["perf"] = time_perf_cases(task, load_triton_entry(task))
+            for entry in report["perf"]:
+                if "problem" in entry:
+                    report["failures"][f"perf {entry['case']}"] = [entry["problem"]]
         failed += bool(report["failures"])
         if opts.json:
             print(json.dumps(report), flush=True)
@@ -178,6 +223,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             secs = sum(c["seconds"] for c in report["checked"])
             print(f"{status:4} {report['task']}: {len(report['checked'])} checked, "
                   f"{len(report['skipped'])} skipped, {secs:.1f}s", flush=True)
+            for entry in report.get("perf", []):
+                if "us" in entry:
+                    print(f"     perf {entry['case']}: {entry['us']:.1f} us, {entry['tb_per_s']:.2f} TB/s, "
+                          f"{entry['tflop_per_s']:.1f} TFLOP/s")
             for label, problems in report["failures"].items():
                 for problem in problems:
                     print(f"     [{label}] {problem}")

@@ -23,8 +23,9 @@ def _dropout_kernel(x_ptr, out_ptr, n, key, threshold, scale, BLOCK: tl.constexp
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    r = _fmix32(offs.to(tl.uint32) ^ key.to(tl.uint32)) >> 8
-    keep = r >= threshold.to(tl.uint32)
+    # tl.cast rather than .to: an int argument equal to 1 arrives as a constexpr
+    r = _fmix32(offs.to(tl.uint32) ^ tl.cast(key, tl.uint32)) >> 8
+    keep = r >= tl.cast(threshold, tl.uint32)
     y = tl.where(keep, x.to(tl.float32) * scale, 0.0)
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 

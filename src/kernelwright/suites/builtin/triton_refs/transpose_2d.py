@@ -13,7 +13,8 @@ def _transpose_kernel(x_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.c
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tile = tl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=mask)
     # out is (N, M): element (i, j) of the tile goes to out[j, i]
-    tl.store(out_ptr + rn[:, None] * M + rm[None, :], tl.trans(tile), mask=tl.trans(mask))
+    mask_t = (rn[:, None] < N) & (rm[None, :] < M)
+    tl.store(out_ptr + rn[:, None] * M + rm[None, :], tl.trans(tile), mask=mask_t)
 
 
 def transpose_2d(x: torch.Tensor) -> torch.Tensor:
