@@ -12,8 +12,10 @@ from typing import Any, Sequence
 
 import torch
 
-from .loader import TaskFileError
 from .model import Case, Task
+
+# TaskFileError is imported inside the functions: loader.py may import this module to run the
+# check on every load, and a module-level import back into loader would be circular.
 
 # Seeds for the two runs that must give different outputs; any two distinct seeds would do.
 DEGENERACY_SEEDS = (0, 1)
@@ -42,6 +44,8 @@ def make_inputs(task: Task, case: Case, seed: int, device: str | torch.device = 
     gen.manual_seed(seed)
     args = task.make_inputs(case, gen)
     if not isinstance(args, tuple):
+        from .loader import TaskFileError
+
         raise TaskFileError(task.source_path, f"make_inputs must return a tuple of arguments, got {type(args).__name__}")
     return args
 
@@ -97,6 +101,8 @@ def _same(a: tuple, b: tuple) -> bool:
 
 def degeneracy_problems(task: Task, cases: Sequence[Case] | None = None) -> list[str]:
     """Everything degenerate about the task's reference on `cases` (default: first two visible)."""
+    from .loader import TaskFileError
+
     if cases is None:
         cases = task.visible_cases[:2]
     problems: list[str] = []
@@ -120,6 +126,8 @@ def check_not_degenerate(task: Task, cases: Sequence[Case] | None = None) -> Non
 
     Runs on the CPU; the smallest case (the first visible one) should be small enough for that.
     """
+    from .loader import TaskFileError
+
     problems = degeneracy_problems(task, cases)
     if problems:
         raise TaskFileError(task.source_path, "degenerate: " + "; ".join(problems))

@@ -18,7 +18,7 @@ This is NOT the exact erf form. x is a contiguous tensor of any shape (including
 a multiple of the block size) and dtype float32, float16 or bfloat16. Compute in float32 and return
 a new tensor of x's shape and dtype; do not modify x. Inputs reach |x| of about 10, so make sure
 large negative inputs give (-)0 and large positive inputs give x, never NaN.
-Hint: 0.5 * (1 + tanh(u)) == sigmoid(2u), and Triton has no tanh in tl.*.
+Hint: 0.5 * (1 + tanh(u)) == sigmoid(2u); tl.* and tl.math have no tanh (only libdevice does).
 """
 entry_point = "gelu(x: torch.Tensor) -> torch.Tensor"
 triton_reference = "triton_refs/gelu.py"

@@ -20,7 +20,7 @@ x is (M, K), weight is (N, K) (the nn.Linear layout: read it transposed through 
 do not copy it), bias is (N,); all contiguous and of one dtype: float16, bfloat16 or float32.
 Return a new (M, N) tensor of that dtype. M, N, K are any values >= 1.
 TF32 policy: for float32 inputs TF32 tensor-core math is allowed (Triton's default for tl.dot);
-the float32 tolerance (5e-3) is set for it. Note Triton has no tanh in tl.*; use
+the float32 tolerance (5e-3) is set for it. tl.* and tl.math have no tanh (only libdevice); use
 0.5 * (1 + tanh(u)) == sigmoid(2u).
 """
 entry_point = "linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor"
