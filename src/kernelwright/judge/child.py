@@ -164,6 +164,7 @@ class Harness:
         self.perf_sets: list[tuple] = []
         self.perf_fn: Callable | None = None
         self.flush_buffer = None
+        self._pad = None
 
     # -- plumbing ---------------------------------------------------------------------------
     def send(self, obj: Any) -> None:
@@ -487,10 +488,14 @@ class Harness:
         effects then show up as variance between blocks instead of a hidden bias of one process."""
         torch = self.torch
         rng = random.Random(seed)
-        pad = self._empty(rng.randrange(1, 4096) * 512, dtype=torch.uint8, device=self.device)
+        self._pad = None
+        if self.is_gpu:
+            # Outputs are re-allocated every call from the same cached block: return the cache to
+            # the driver so this block's outputs land on new pages too, behind a pad held all block.
+            torch.cuda.empty_cache()
+        self._pad = self._empty(rng.randrange(1, 8192) * 4096, dtype=torch.uint8, device=self.device)
         self.perf_sets = [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
                           for args in self.perf_sets]
-        del pad
 
     def op_time_block(self, msg: dict) -> None:
         try:
@@ -505,6 +510,7 @@ class Harness:
 
     def op_perf_release(self, msg: dict) -> None:
         self.perf_sets = []
+        self._pad = None
         gc.collect()
         if self.is_gpu:
             self.torch.cuda.empty_cache()
