@@ -36,7 +36,14 @@ visible_cases = [Case("float32", shape=(4, 16)), Case("float16", shape=(3, 5))]
 def _task(tmp_path, name, body):
     path = tmp_path / f"{name}.py"
     path.write_text(TEMPLATE.format(name=name, body=textwrap.indent(textwrap.dedent(body).strip(), "    ")))
-    return load_task_file(path)
+    return load_task_file(path, check_degenerate=False)
+
+
+def test_loader_rejects_degenerate_task_files(tmp_path):
+    path = tmp_path / "zeros.py"
+    path.write_text(TEMPLATE.format(name="zeros", body="    return torch.zeros_like(x)"))
+    with pytest.raises(TaskFileError, match="degenerate"):
+        load_task_file(path)
 
 
 def test_sound_task_passes(tmp_path):

@@ -34,8 +34,12 @@ class TaskFileError(ValueError):
 _loaded: dict[Path, Task] = {}
 
 
-def load_task_file(path: Path | str) -> Task:
-    """Import a task file and return its validated `Task` (cached per resolved path)."""
+def load_task_file(path: Path | str, check_degenerate: bool = True) -> Task:
+    """Import a task file and return its validated `Task` (cached per resolved path).
+
+    With `check_degenerate`, the reference is also run on the CPU for the smallest case(s) under
+    two seeds, and a task whose outputs are constant or do not depend on the inputs is rejected.
+    """
     path = Path(path).expanduser().resolve()
     if path in _loaded:
         return _loaded[path]
@@ -45,6 +49,10 @@ def load_task_file(path: Path | str) -> Task:
         raise TaskFileError(path, "a task file must be a Python file ending in .py")
     module = _import(path)
     task = _build(path, module)
+    if check_degenerate:
+        from .validate import check_not_degenerate
+
+        check_not_degenerate(task)
     _loaded[path] = task
     return task
 
