@@ -29,7 +29,8 @@ def main() -> int:
             gen = torch.Generator(device=device).manual_seed(seed)
             args = task.make_inputs(case, gen)
             out = fn(*args)
-            ref = task.reference(*[a.double() if a.is_floating_point() else a for a in args])
+            ref = task.reference(*[a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                                   for a in args])
             torch.cuda.synchronize() if device == "cuda" else None
             if not torch.allclose(out.double(), ref.double(), atol=tol.atol, rtol=tol.rtol):
                 print(f"FAIL {case.label} seed {seed}")

@@ -83,6 +83,8 @@ def main() -> None:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-fresh-")
         fresh_wall, fresh_results = run_fresh(cands, seeds)
         bad = [r for r in fresh_results if r != "passed"]
+        if bad:  # a baseline that stops early is cheaper than real: refuse to report it
+            raise SystemExit(f"the fresh-process baseline failed on {len(bad)} candidates:\n{bad[0]}")
         report["runs"].append({"method": "fresh python per candidate", "wall_s": fresh_wall,
                                "per_candidate_s": fresh_wall / len(cands), "failures": bad[:3]})
         for per_device in args.per_device:
