@@ -8,7 +8,9 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from . import app
 
@@ -19,7 +21,7 @@ err_console = Console(stderr=True)
 
 
 def usage_error(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}")
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -121,7 +123,7 @@ def print_verdict(verdict) -> None:
     ok = verdict.passed
     colour = "green" if ok else "red"
     device = verdict.device.get("name", "")
-    console.print(f"[bold]{verdict.task}[/] <- {verdict.candidate}  [dim]{device}[/]")
+    console.print(f"[bold]{escape(verdict.task)}[/] <- {escape(verdict.candidate)}  [dim]{escape(device)}[/]")
     stages = ["static", "call", "correctness", "performance"]
     failed_at = stages.index(verdict.stage) if verdict.stage in stages else None
     measured = any(c.kind == "performance" and c.ok for c in verdict.cases)
@@ -136,7 +138,7 @@ def print_verdict(verdict) -> None:
         else:
             marks.append(f"[dim]{stage} -[/]")
     console.print("  " + "  ".join(marks))
-    console.print(f"[{colour}]verdict: {verdict.stage}[/] - {verdict.reason}")
+    console.print(f"[{colour}]verdict: {verdict.stage}[/] - {escape(verdict.reason)}", highlight=False)
     perf_cases = [c for c in verdict.cases if c.kind == "performance" and c.speedup is not None]
     if perf_cases:
         table = Table(title="performance (median of block medians, 95% CI)")
@@ -153,6 +155,6 @@ def print_verdict(verdict) -> None:
                       f"95% CI [{lo:.3f}, {hi:.3f}]), geometric mean {verdict.speedup_geomean:.3f}x")
     skipped = [c for c in verdict.cases if c.ok is None]
     for c in skipped:
-        console.print(f"[yellow]{c.kind} case {c.label} {c.reason}[/]")
+        console.print(f"[yellow]{c.kind} case {escape(c.label)} {escape(c.reason)}[/]")
     if verdict.detail and not ok:
-        console.print("[dim]" + verdict.detail.strip()[-1500:] + "[/]", highlight=False, markup=False)
+        console.print(Text(verdict.detail.strip()[-1500:], style="dim"))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.console import Console
 from rich.table import Table
 
@@ -113,7 +114,7 @@ def doctor_command(
 
     def show(result: CheckResult) -> None:
         mark = "[green]ok[/green]  " if result.ok else "[red]FAIL[/red]"
-        console.print(f"{mark} {result.name}: {result.detail}", highlight=False, soft_wrap=True)
+        console.print(f"{mark} {escape(result.name)}: {escape(result.detail)}", highlight=False, soft_wrap=True)
 
     results = run_checks(chosen, settings, gpu=not no_gpu, on_result=show)
     failed = [r for r in results if not r.ok]
@@ -123,5 +124,5 @@ def doctor_command(
 
 
 def _fail(message: str, *, code: int) -> None:
-    _console().print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    _console().print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
