@@ -186,8 +186,6 @@ def test_source_is_never_executed(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.xfail(reason="bug: an annotated assignment (`entry: Callable = impl`) is not seen as defining "
-                          "the entry (static.py only checks ast.Assign)", strict=True)
 def test_annotated_assignment_defines_the_entry(tmp_path):
     path = write(tmp_path, KERNEL + "\ndef _impl(x):\n    return x\nentry: object = _impl\n")
     assert check_source(path, "entry").ok

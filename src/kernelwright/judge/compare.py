@@ -29,6 +29,8 @@ def _as_float64(t: torch.Tensor) -> np.ndarray:
 
 def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, what: str) -> Mismatch:
     """Elementwise |out - ref| <= atol + rtol * |ref|; NaN passes only where the reference is NaN."""
+    if not out.is_floating_point() and not ref.is_floating_point() and not out.is_complex():
+        return _compare_exact(out, ref, what)
     o, r = _as_float64(out), _as_float64(ref)
     if o.shape != r.shape:
         return Mismatch(False, f"{what}: shape {list(o.shape)} differs from expected {list(r.shape)}")
@@ -41,6 +43,7 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
     both_nan = np.isnan(o) & np.isnan(r)
     same_inf = np.isinf(o) & np.isinf(r) & (np.sign(o) == np.sign(r))
     bad &= ~(both_nan | same_inf)
+    bad |= np.isinf(r) & ~same_inf  # an infinite reference would make the allowed error infinite
     n_bad = int(bad.sum())
     if n_bad == 0:
         return Mismatch(True)
@@ -65,6 +68,23 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
     if nan_where_finite:
         reason += f"; {nan_where_finite} NaN where the reference is finite (unwritten or uninitialized output?)"
     return Mismatch(False, reason, detail)
+
+
+def _compare_exact(out: torch.Tensor, ref: torch.Tensor, what: str) -> Mismatch:
+    """Integer and bool outputs: exact, in integer arithmetic (float64 loses int64 values > 2**53)."""
+    o, r = out.to(torch.int64).numpy(), ref.to(torch.int64).numpy()
+    if o.shape != r.shape:
+        return Mismatch(False, f"{what}: shape {list(o.shape)} differs from expected {list(r.shape)}")
+    bad = o != r
+    n_bad = int(bad.sum())
+    if n_bad == 0:
+        return Mismatch(True)
+    first = np.unravel_index(int(np.argmax(bad)), o.shape)
+    detail = {"mismatched": n_bad, "total": int(o.size), "first_index": [int(i) for i in first],
+              "got": int(o[first]), "expected": int(r[first]), "atol": 0, "rtol": 0}
+    return Mismatch(False, f"{what}: {n_bad} of {o.size} integer elements differ (exact match required); "
+                    f"first at {tuple(detail['first_index'])}: got {detail['got']}, expected {detail['expected']}",
+                    detail)
 
 
 def compare_outputs(outs: list[torch.Tensor], refs: list[torch.Tensor], metas: list[dict[str, Any]],

@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+MATH_ALIASES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16",
+                "fp8": "float8", "float8_e4m3fn": "float8", "float8_e5m2": "float8", "i8": "int8"}
+
+
 @dataclass(frozen=True)
 class DeviceSpec:
     name: str
@@ -16,7 +20,10 @@ class DeviceSpec:
     tflops: dict[str, float]                   # by math type: float64, float32, tf32, float16, bfloat16, float8
 
     def peak_tflops(self, math: str) -> float:
-        return self.tflops.get(math, self.tflops["float32"])
+        """Peak rate for a math type; unknown types get the highest rate, so that the roofline
+        stays a lower bound (a wrong name must never fail an honest kernel)."""
+        math = MATH_ALIASES.get(math, math)
+        return self.tflops.get(math, max(self.tflops.values()))
 
 
 _SPECS = [

@@ -56,6 +56,9 @@ def check_source(path: Path, entry_name: str) -> StaticResult:
             isinstance(t, ast.Name) and t.id == entry_name for t in node.targets
         ):
             defines_entry = True
+        elif (isinstance(node, ast.AnnAssign) and node.value is not None
+              and isinstance(node.target, ast.Name) and node.target.id == entry_name):
+            defines_entry = True
         elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(
             (a.asname or a.name) == entry_name for a in node.names
         ):

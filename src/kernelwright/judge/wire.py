@@ -70,8 +70,10 @@ def decode(data: bytes) -> Any:
         header = json.loads(data[_HEADER.size : _HEADER.size + body_len])
         metas = header["tensors"]
         payload = header["payload"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise WireError(f"bad message header: {exc}") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise WireError(f"bad message header: {type(exc).__name__}") from None
+    if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
+        raise WireError("bad message header: 'tensors' must be a list of objects")
     tensors = []
     offset = _HEADER.size + body_len
     for meta in metas:
@@ -107,4 +109,7 @@ def decode(data: bytes) -> Any:
             return [unwalk(v) for v in value]
         return value
 
-    return unwalk(payload)
+    try:
+        return unwalk(payload)
+    except RecursionError:
+        raise WireError("message nested too deeply") from None

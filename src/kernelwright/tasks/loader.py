@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import math
 import sys
 import traceback
 from pathlib import Path
@@ -123,7 +124,10 @@ def _build(path: Path, module: Any) -> Task:
     perf = cases("perf_cases", required=False)
 
     tolerances: dict[str, Tolerance] = {}
-    for dtype, tol in dict(getattr(module, "tolerances", {}) or {}).items():
+    raw_tolerances = getattr(module, "tolerances", {}) or {}
+    if not isinstance(raw_tolerances, dict):
+        raise fail("tolerances must be a dict {dtype: (atol, rtol)}")
+    for dtype, tol in raw_tolerances.items():
         if dtype not in KNOWN_DTYPES:
             raise fail(f"tolerances: unknown dtype {dtype!r}")
         if isinstance(tol, dict):
@@ -132,8 +136,8 @@ def _build(path: Path, module: Any) -> Task:
             atol, rtol = (float(t) for t in tol)
         except (TypeError, ValueError):
             raise fail(f"tolerances[{dtype!r}] must be (atol, rtol) or {{'atol':..,'rtol':..}}") from None
-        if atol < 0 or rtol < 0:
-            raise fail(f"tolerances[{dtype!r}] must be non-negative")
+        if not (math.isfinite(atol) and math.isfinite(rtol) and atol >= 0 and rtol >= 0):
+            raise fail(f"tolerances[{dtype!r}] must be finite and non-negative")
         tolerances[dtype] = Tolerance(atol, rtol)
 
     cost = getattr(module, "cost", None)
@@ -151,9 +155,11 @@ def _build(path: Path, module: Any) -> Task:
     if difficulty is not None and difficulty not in (1, 2, 3, 4, 5):
         raise fail(f"difficulty must be an integer 1-5, got {difficulty!r}")
 
-    mutable = tuple(getattr(module, "mutable_args", ()) or ())
-    if not all(isinstance(i, int) and i >= 0 for i in mutable):
+    mutable = getattr(module, "mutable_args", ())
+    if not isinstance(mutable, (tuple, list)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in mutable):
         raise fail("mutable_args must be a tuple of argument positions")
+    mutable = tuple(mutable)
 
     return Task(
         name=task_name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .loader import TaskFileError, load_task_file
@@ -27,11 +28,12 @@ def resolve_task(name_or_path: str | Path) -> Task:
     """A built-in task name, or a path to a task file."""
     text = str(name_or_path)
     path = Path(text).expanduser()
-    if text.endswith(".py") or path.exists() or "/" in text:
-        if not path.exists():
+    paths = builtin_task_paths()
+    looks_like_path = text.endswith(".py") or "/" in text or os.sep in text
+    if looks_like_path or (text not in paths and path.is_file()):
+        if not path.is_file():
             raise TaskNotFound(f"task file {text!r} does not exist")
         return load_task_file(path)
-    paths = builtin_task_paths()
     if text not in paths:
         known = ", ".join(sorted(paths)) or "(none)"
         raise TaskNotFound(f"unknown task {text!r}; known tasks: {known}. Pass a path to use your own task file.")

@@ -49,4 +49,4 @@ perf_cases = [
 
 def cost(case):
     return {"flops": 2 * case.M * case.N * case.K,
-            "bytes": (case.M * case.K + case.N * case.K + case.M * case.N) * 2, "math": "bf16"}
+            "bytes": (case.M * case.K + case.N * case.K + case.M * case.N) * 2, "math": "bfloat16"}

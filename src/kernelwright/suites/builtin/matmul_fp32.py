@@ -47,4 +47,4 @@ perf_cases = [
 
 def cost(case):
     return {"flops": 2 * case.M * case.N * case.K,
-            "bytes": (case.M * case.K + case.K * case.N + case.M * case.N) * 4, "math": "fp32"}
+            "bytes": (case.M * case.K + case.K * case.N + case.M * case.N) * 4, "math": "float32"}
