@@ -17,7 +17,6 @@ stdout and stderr go to a log file that the worker reads as text, never as resul
 from __future__ import annotations
 
 import gc
-import importlib.util
 import os
 import random
 import sys
@@ -162,7 +161,6 @@ class Harness:
         self.counter = LaunchCounter(None)
         self.poison_outputs = False
         self.perf_sets: list[tuple] = []
-        self.perf_fn: Callable | None = None
         self.flush_buffer = None
         self._pad = None
 
@@ -227,22 +225,25 @@ class Harness:
     def op_load(self, msg: dict) -> None:
         try:
             if self.role == "candidate":
-                if msg.get("task_path"):  # a spare is forked before its task is known
-                    from ..tasks import load_task_file
+                if msg.get("task_ref"):  # a spare is forked before its task is known
+                    from ..tasks import load_task_ref
 
-                    self.task = load_task_file(msg["task_path"])
-                self._load_candidate(msg["path"], msg["entry"])
-                self.send({"op": "load", "ok": True})
+                    self.task = load_task_ref(msg["task_ref"])
+                self._load_candidate(msg["path"])
             else:
-                self.entry = self.task.reference
+                task = self.task
+                if task.reference_impl is not None:  # a golden implementation (suite adapters)
+                    self.entry = task.load_implementation(str(task.reference_impl), "kernelwright_reference")
+                else:
+                    self.entry = task.reference
                 baseline_path = msg.get("baseline_path")
-                self.baseline = (self._import_file(baseline_path, "kernelwright_baseline", msg["entry"])
-                                 if baseline_path else self.task.reference)
-                self.send({"op": "load", "ok": True})
+                self.baseline = (task.load_implementation(baseline_path, "kernelwright_baseline")
+                                 if baseline_path else self.entry)
+            self.send({"op": "load", "ok": True})
         except BaseException as exc:  # noqa: BLE001 - SystemExit from the candidate included
             self.send(self._error("load", exc))
 
-    def _load_candidate(self, path: str, entry_name: str) -> None:
+    def _load_candidate(self, path: str) -> None:
         path = os.path.realpath(path)
         # The task module (hidden cases, reference) stays reachable only through our own references.
         for name in [n for n in sys.modules if n.startswith("kernelwright_task_")]:
@@ -250,19 +251,7 @@ class Harness:
         self.counter = LaunchCounter(path)
         self.counter.install()
         self._install_poisoning_allocators()
-        self.entry = self._import_file(path, "candidate", entry_name)
-
-    def _import_file(self, path: str, module_name: str, entry_name: str) -> Callable:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        entry = getattr(module, entry_name, None)
-        if not callable(entry):
-            raise AttributeError(f"module does not define a callable `{entry_name}`")
-        return entry
+        self.entry = self.task.load_implementation(path, "candidate")
 
     def _install_poisoning_allocators(self) -> None:
         """torch.empty & co. return memory filled with 0xFF while correctness is checked, so an
@@ -297,12 +286,12 @@ class Harness:
         del blocks
 
     # -- inputs ----------------------------------------------------------------------------
-    def _inputs(self, case_list: str, index: int, seed: int) -> tuple:
+    def _bound(self, impl: Any, case_list: str, index: int, seed: int) -> tuple[Callable, tuple]:
+        """(fn, args) for one case of `impl`, inputs drawn from `seed` on this device."""
         case = getattr(self.task, case_list)[index]
         gen = self._generator(device=self.device)
         gen.manual_seed(int(seed))
-        args = self.task.make_inputs(case, gen)
-        return tuple(args) if isinstance(args, (tuple, list)) else (args,)
+        return self.task.call_for(impl, "perf" if case_list == "perf_cases" else "correctness", case, gen)
 
     def _upcast(self, args: tuple) -> tuple:
         torch = self.torch
@@ -326,12 +315,12 @@ class Harness:
 
     def _run_reference_item(self, item: dict) -> dict:
         try:
-            args = self._inputs(item.get("cases", "correctness_cases"), item["case"], item["seed"])
-            native = flatten_outputs(self.entry(*args), self.torch)
+            fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+            native = flatten_outputs(fn(*args), self.torch)
             meta = [{"dtype": wire.dtype_name(t.dtype), "shape": list(t.shape),
                      "nbytes": t.numel() * t.element_size()} for t in native]
-            if self.task.reference_in_float64:
-                reference = flatten_outputs(self.entry(*self._upcast(args)), self.torch)
+            if self.task.reference_in_float64 and self.task.reference_impl is None:
+                reference = flatten_outputs(fn(*self._upcast(args)), self.torch)
             else:
                 reference = native
             self._sync()
@@ -340,13 +329,13 @@ class Harness:
         except BaseException as exc:  # noqa: BLE001
             return self._error("run", exc, reference_failed=True)
 
-    def _call_candidate(self, args: tuple, poison_sizes: list[int]) -> tuple[list, int, float]:
+    def _call_candidate(self, fn: Callable, args: tuple, poison_sizes: list[int]) -> tuple[list, int, float]:
         self._poison_free_memory(poison_sizes)
         self.poison_outputs = True
         before = self.counter.own
         start = self._perf_counter()
         try:
-            outputs = flatten_outputs(self.entry(*args), self.torch)
+            outputs = flatten_outputs(fn(*args), self.torch)
             self._sync()
         finally:
             self.poison_outputs = False
@@ -354,15 +343,17 @@ class Harness:
 
     def _run_candidate_item(self, item: dict) -> dict:
         try:
-            args = self._inputs(item.get("cases", "correctness_cases"), item["case"], item["seed"])
+            fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
             sizes = item.get("poison_sizes", [])
-            outputs, launches, seconds = self._call_candidate(args, sizes)
+            outputs, launches, seconds = self._call_candidate(fn, args, sizes)
             # Snapshot now: an output may alias an input, and the repeat call below may change both.
             reply = {"op": "run", "ok": True, "outputs": [t.detach().clone() for t in outputs],
                      "launches": launches, "seconds": seconds, "kernels": dict(self.counter.kernels),
                      "inputs_after": [t.detach().clone() for t in self._tensor_args(args)]}
             if item.get("repeat"):
-                again, launches2, _ = self._call_candidate(args, sizes)
+                if self.task.bind is not None:  # adapter tasks draw inputs from global RNG state: re-seed
+                    fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+                again, launches2, _ = self._call_candidate(fn, args, sizes)
                 reply["repeat_outputs"] = again
                 reply["repeat_launches"] = launches2
             return reply
@@ -375,17 +366,17 @@ class Harness:
         correctness check too, without shipping hundreds of megabytes."""
         torch = self.torch
         try:
-            args = self._inputs("perf_cases", msg["case"], msg["seed"])
+            fn, args = self._bound(self.entry, "perf_cases", msg["case"], msg["seed"])
             if self.role == "candidate":
-                outputs, launches, _ = self._call_candidate(args, msg.get("poison_sizes", []))
+                outputs, launches, _ = self._call_candidate(fn, args, msg.get("poison_sizes", []))
                 positions = msg["positions"]
             else:
                 launches = 0
-                use64 = self.task.reference_in_float64
-                outputs = flatten_outputs(self.entry(*(self._upcast(args) if use64 else args)), torch)
+                use64 = self.task.reference_in_float64 and self.task.reference_impl is None
+                outputs = flatten_outputs(fn(*(self._upcast(args) if use64 else args)), torch)
                 native_meta = None
                 if use64:  # the expected dtype comes from a native run
-                    native = flatten_outputs(self.entry(*args), torch)
+                    native = flatten_outputs(fn(*args), torch)
                     native_meta = [{"dtype": wire.dtype_name(t.dtype), "shape": list(t.shape),
                                     "nbytes": t.numel() * t.element_size()} for t in native]
                     del native
@@ -418,8 +409,8 @@ class Harness:
             gc.collect()
             if self.is_gpu:
                 torch.cuda.empty_cache()
-            self.perf_fn = self.entry if self.role == "candidate" else self.baseline
-            self.perf_sets = [self._inputs("perf_cases", msg["case"], s) for s in msg["seeds"]]
+            impl = self.entry if self.role == "candidate" else self.baseline
+            self.perf_sets = [self._bound(impl, "perf_cases", msg["case"], s) for s in msg["seeds"]]
             if self.flush_buffer is None:
                 self.flush_buffer = self._empty(int(msg["flush_bytes"]), dtype=torch.uint8, device=self.device)
             warm_ms = float(msg.get("warmup_ms", 25.0))
@@ -427,7 +418,8 @@ class Harness:
             calls = 0
             before = self.counter.own
             while calls < 3 or (self._perf_counter() - start) * 1e3 < warm_ms:
-                self.perf_fn(*self.perf_sets[calls % len(self.perf_sets)])
+                fn, args = self.perf_sets[calls % len(self.perf_sets)]
+                fn(*args)
                 calls += 1
                 if calls >= 1000:
                     break
@@ -444,12 +436,12 @@ class Harness:
     def _timed_calls(self, n: int) -> list[float]:
         """Per-call device time in ms. The L2 is flushed before every call (the flush also keeps
         the GPU busy while the host enqueues the call, so launch latency is not counted)."""
-        fn, sets, flush = self.perf_fn, self.perf_sets, self.flush_buffer
+        sets, flush = self.perf_sets, self.flush_buffer
         if self.is_gpu:
             events = [(self._event_cls(enable_timing=True), self._event_cls(enable_timing=True))
                       for _ in range(n)]
             for i in range(n):
-                args = sets[i % len(sets)]
+                fn, args = sets[i % len(sets)]
                 flush.zero_()
                 self._record(events[i][0])
                 fn(*args)
@@ -458,7 +450,7 @@ class Harness:
             return [self._elapsed(s, e) for s, e in events]
         times = []
         for i in range(n):
-            args = sets[i % len(sets)]
+            fn, args = sets[i % len(sets)]
             flush.zero_()
             start = self._perf_counter()
             fn(*args)
@@ -470,12 +462,12 @@ class Harness:
         idle. Work hidden on side streams (outside the timed events) makes this gap large."""
         gaps = []
         for i in range(n):
-            args = self.perf_sets[i % len(self.perf_sets)]
+            fn, args = self.perf_sets[i % len(self.perf_sets)]
             self._sync()
             self.flush_buffer.zero_()
             start, end, idle = (self._event_cls(enable_timing=True) for _ in range(3))
             self._record(start)
-            self.perf_fn(*args)
+            fn(*args)
             self._record(end)
             self._sync()
             self._record(idle)
@@ -495,8 +487,8 @@ class Harness:
             # the driver so this block's outputs land on new pages too, behind a pad held all block.
             torch.cuda.empty_cache()
         self._pad = self._empty(rng.randrange(1, 8192) * 4096, dtype=torch.uint8, device=self.device)
-        self.perf_sets = [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-                          for args in self.perf_sets]
+        self.perf_sets = [(fn, tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
+                          for fn, args in self.perf_sets]
 
     def op_time_block(self, msg: dict) -> None:
         try:

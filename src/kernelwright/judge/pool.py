@@ -229,7 +229,7 @@ class JudgePool:
         if failed is not None:
             return failed
         request_opts = opts.for_request(self.backend)
-        request = {"op": "judge", "task_path": str(task.source_path), "candidate_path": str(candidate),
+        request = {"op": "judge", "task_ref": task.ref, "candidate_path": str(candidate),
                    "seeds": opts.draw_seeds(), "options": request_opts}
         index = self._free.get()
         started = time.monotonic()

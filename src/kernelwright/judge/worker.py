@@ -235,7 +235,7 @@ class Worker:
         return child
 
     def _reference_child(self, task, baseline_path: str | None, timeout: float) -> ChildProcess:
-        key = (str(task.source_path), baseline_path)
+        key = (task.ref, baseline_path)
         child = self.references.get(key)
         if child is not None and child.alive:
             return child
@@ -246,7 +246,7 @@ class Worker:
         child = ChildProcess("reference", task, self.device, self._child_options("reference"))
         try:
             child.ready(timeout)
-            reply = child.request({"op": "load", "baseline_path": baseline_path, "entry": task.entry_point.name},
+            reply = child.request({"op": "load", "baseline_path": baseline_path},
                                   timeout, "loading the reference")
         except ChildFailure as exc:
             raise JudgeError(f"the reference process failed: {exc.reason}\n{exc.log_tail}") from None
@@ -267,16 +267,18 @@ class Worker:
 
     # -- the cascade ------------------------------------------------------------------------
     def judge(self, request: dict) -> dict:
-        from ..tasks import load_task_file
+        from ..tasks import load_task_ref
         from .verdict import JUDGE_ERROR, PASSED, Verdict
 
         opts = request["options"]
-        task = load_task_file(request["task_path"])
+        task = load_task_ref(request["task_ref"])
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
                           correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
                           baseline=opts.get("baseline", "torch"))
         cand: ChildProcess | None = None
         try:
+            if task.unsupported:
+                raise JudgeError(f"task {task.name} cannot run on this platform: {task.unsupported}")
             baseline_path = str(task.triton_reference) if opts.get("baseline") == "triton" else None
             if opts.get("baseline") == "triton" and task.triton_reference is None:
                 raise JudgeError(f"task {task.name} has no Triton reference to use as the baseline")
@@ -354,8 +356,7 @@ class Worker:
             cand.ready(opts["load_timeout"])
         except ChildFailure as exc:
             raise self._failure(cand, "call", "starting", exc.reason, exc.kind, log_tail=exc.log_tail) from None
-        self._ask(cand, {"op": "load", "path": verdict.candidate, "entry": task.entry_point.name,
-                         "task_path": str(task.source_path)},
+        self._ask(cand, {"op": "load", "path": verdict.candidate, "task_ref": task.ref},
                   opts["load_timeout"], "importing the candidate", "call")
 
         cases = task.correctness_cases

@@ -26,7 +26,8 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 
 FLOAT_DTYPES = set(DEFAULT_TOLERANCES)
 INT_DTYPES = {"int8", "uint8", "int16", "int32", "int64", "bool"}
-KNOWN_DTYPES = FLOAT_DTYPES | INT_DTYPES
+# "any": a case whose inputs are made by benchmark code (suite adapters) in several dtypes
+KNOWN_DTYPES = FLOAT_DTYPES | INT_DTYPES | {"any"}
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,13 @@ def _freeze(value: Any) -> Any:
 
 
 def _thaw(value: Any) -> Any:
+    """JSON-friendly copy: tuples become lists, objects (e.g. a torch.dtype from a benchmark's
+    parametrization) their repr."""
     if isinstance(value, tuple):
         return [_thaw(v) for v in value]
-    return value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
 
 
 def _default_label(dtype: str, params: dict[str, Any]) -> str:
@@ -143,6 +148,51 @@ class Task:
     # Entry-point arguments that the kernel is allowed to write (in-place ops); all others are
     # snapshotted and any mutation fails the candidate.
     mutable_args: tuple[int, ...] = ()
+    # Where any process can reload this task from: a task file's path, or an adapter reference
+    # such as "tritonbench-revised:/path/to/GEAK-eval::add_value" (see tasks/registry.py).
+    ref: str = ""
+    # Suite adapters whose tasks are not "call entry(*make_inputs(case, gen))" plug in here:
+    # `load_impl(path)` turns an implementation file (candidate or reference) into an object, and
+    # `bind(impl, kind, case, gen)` returns (fn, args) to call for a "correctness" or "perf" case.
+    # A task with `reference_impl` is judged against that file (a golden Triton implementation)
+    # instead of `reference`.
+    load_impl: Callable[[str], Any] | None = None
+    bind: Callable[..., tuple[Callable, tuple]] | None = None
+    reference_impl: Path | None = None
+    unsupported: str | None = None  # why this task cannot run on this platform, if it cannot
+    suite: str = "custom"
+    requires_backend: str | None = None  # "hip" for tasks that only run on AMD GPUs
+    requires_reason: str = ""
+    notes: list[str] = field(default_factory=list)  # what an adapter could not use, and why
+
+    def __post_init__(self) -> None:
+        if not self.ref:
+            self.ref = str(self.source_path)
+
+    def load_implementation(self, path: str, module_name: str = "candidate") -> Any:
+        """Import an implementation file; by default its entry point is what gets called."""
+        if self.load_impl is not None:
+            return self.load_impl(path, module_name)
+        import importlib.util
+        import sys
+
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        entry = getattr(module, self.entry_point.name, None)
+        if not callable(entry):
+            raise AttributeError(f"module does not define a callable `{self.entry_point.name}`")
+        return entry
+
+    def call_for(self, impl: Any, kind: str, case: "Case", gen) -> tuple[Callable, tuple]:
+        """What to call for one case: (fn, args). `kind` is "correctness" or "perf"."""
+        if self.bind is not None:
+            return self.bind(impl, kind, case, gen)
+        args = self.make_inputs(case, gen)
+        return impl, tuple(args) if isinstance(args, (tuple, list)) else (args,)
 
     @property
     def correctness_cases(self) -> list[Case]:
@@ -172,6 +222,9 @@ class Task:
     def summary(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "suite": self.suite,
+            "ref": self.ref,
+            "unsupported": self.unsupported,
             "entry_point": self.entry_point.signature,
             "path": str(self.source_path),
             "cases": {

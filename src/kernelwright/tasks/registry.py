@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 from .loader import TaskFileError, load_task_file
 from .model import Task
@@ -24,6 +25,26 @@ def list_builtin_tasks() -> list[Task]:
     return [load_task_file(p) for p in builtin_task_paths().values()]
 
 
+# Adapters register a loader for their reference prefix ("tritonbench-revised:...").
+ADAPTERS: dict[str, "Callable[[str], Task]"] = {}
+
+
+def load_task_ref(ref: str) -> Task:
+    """Reload a task from its `Task.ref`: a task file's path, or "<adapter>:<adapter's own ref>"."""
+    prefix, sep, rest = ref.partition(":")
+    if sep and prefix in _adapters():
+        return _adapters()[prefix](rest)
+    return load_task_file(ref)
+
+
+def _adapters() -> dict:
+    if not ADAPTERS:
+        from ..suites import register_adapters
+
+        register_adapters(ADAPTERS)
+    return ADAPTERS
+
+
 def resolve_task(name_or_path: str | Path) -> Task:
     """A built-in task name, or a path to a task file."""
     text = str(name_or_path)
@@ -40,4 +61,5 @@ def resolve_task(name_or_path: str | Path) -> Task:
     return load_task_file(paths[text])
 
 
-__all__ = ["TaskFileError", "TaskNotFound", "builtin_task_paths", "list_builtin_tasks", "resolve_task"]
+__all__ = ["TaskFileError", "TaskNotFound", "builtin_task_paths", "list_builtin_tasks", "load_task_ref",
+           "resolve_task"]
