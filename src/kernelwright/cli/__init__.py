@@ -16,6 +16,7 @@ app = typer.Typer(
 # Command modules register themselves on `app` when imported.
 from . import judge_cmds  # noqa: E402,F401
 from . import llm_cmds  # noqa: E402,F401
+from . import suite_cmds  # noqa: E402,F401
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ import random
 import re
 import sys
 import types
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -370,7 +371,8 @@ def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -
     geak_compat.install()
     name = f"kernelwright_rocm_enum_{path.stem}"
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # custom marks (pytest.mark.interpreter) are not ours to register
             module = exec_module(name, portable_libdevice(kernel_code) + "\n" + test_code, str(path))
     finally:
         sys.modules.pop(name, None)

@@ -1,0 +1,123 @@
+"""`kernelwright judge-suite`: judge a folder of candidates (or a suite's own references)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import app
+from .judge_cmds import EXIT_USAGE, usage_error
+
+EXIT_INTERRUPTED = 130
+console = Console()
+
+# Suites time hundreds of shapes: fewer, shorter blocks than a single `eval` (same protocol).
+TIMING_PROFILES = {
+    "standard": {"perf_blocks": 10, "block_ms": 40.0, "warmup_ms": 25.0},
+    "quick": {"perf_blocks": 4, "block_ms": 10.0, "warmup_ms": 10.0, "spot_samples": 1024},
+}
+
+
+@app.command("judge-suite")
+def judge_suite_command(
+    suite: str = typer.Option(..., "--suite", "-s", help="builtin | tritonbench-revised | rocm"),
+    candidates: str = typer.Option(..., "--candidates", "-c",
+                                   help="Folder of <task>.py candidate files, or 'reference' to judge the "
+                                        "suite's own reference implementations (the sanity run)."),
+    path: Optional[Path] = typer.Option(None, "--path", "-p", help="Your GEAK-eval checkout (GEAK suites)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="Results file (JSONL, one line per task). Rerunning with the same "
+                                            "file resumes. Default: kernelwright-results/<suite>-<candidates>.jsonl"),
+    as_json: bool = typer.Option(False, "--json", help="Print the metrics and per-task results as JSON."),
+    device: str = typer.Option("auto", help="auto | cpu | cuda | hip"),
+    workers_per_device: int = typer.Option(2, min=1, max=16,
+                                           help="Candidates checked at once per GPU (timing stays exclusive)."),
+    tasks: Optional[str] = typer.Option(None, help="Comma-separated task names to judge (default: all)."),
+    perf: Optional[bool] = typer.Option(None, "--perf/--no-perf", help="Measure speed (default: on GPUs)."),
+    timing: str = typer.Option("quick", help="Timing profile: quick (4 blocks of 10 ms) or standard (10 of 40 ms)."),
+    seeds: int = typer.Option(2, min=1, max=20, help="Seeds per correctness case."),
+    exclude_unsupported: bool = typer.Option(False, "--exclude-unsupported",
+                                             help="Leave tasks that cannot run on this platform out of the "
+                                                  "denominators (the table says so)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Ignore earlier results in --out and start over."),
+) -> None:
+    """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
+
+    Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
+    """
+    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool
+    from ..metrics import format_table
+    from ..suites.runner import REFERENCE, ResultStore, SuiteUsageError, load_suite_tasks, plan, run_suite, summarize
+
+    if timing not in TIMING_PROFILES:
+        raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
+    if candidates != REFERENCE and not Path(candidates).is_dir():
+        raise usage_error(f"--candidates {candidates!r} is not a folder (or 'reference')")
+    try:
+        suite_tasks, problems = load_suite_tasks(suite, path)
+    except SuiteUsageError as exc:
+        raise usage_error(str(exc)) from None
+    only = {t.strip() for t in tasks.split(",")} if tasks else None
+    if only:
+        unknown = only - {t.name for t in suite_tasks}
+        if unknown:
+            raise usage_error(f"unknown task(s) in --tasks: {', '.join(sorted(unknown))}")
+    label = "reference" if candidates == REFERENCE else Path(candidates).resolve().name
+    out = out or Path("kernelwright-results") / f"{suite}-{label}.jsonl"
+    if fresh and out.exists():
+        out.unlink()
+    store = ResultStore(out)
+    options = JudgeOptions(seeds=seeds, perf=perf, **TIMING_PROFILES[timing])
+    err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line
+    for file, reason in problems:
+        err.print(f"[yellow]not a task:[/] {escape(file)}: {escape(reason)}")
+    interrupted = False
+    started = time.monotonic()
+    try:
+        with JudgePool(device, options=options, workers_per_device=workers_per_device) as pool:
+            work = plan([t for t in suite_tasks if not only or t.name in only], candidates, store, pool.backend)
+            if work.already_done:
+                err.print(f"resuming {out}: {work.already_done} task(s) already judged")
+            counts = {"passed": 0, "failed": 0, "not run": 0}
+            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), console=err,
+                          disable=as_json) as progress:
+                bar = progress.add_task(f"{suite} ({pool.backend})", total=len(work.to_judge) + len(work.not_run),
+                                        counts="")
+
+                def on_record(record) -> None:
+                    key = ("passed" if record.verdict and record.verdict["stage"] == "passed"
+                           else "failed" if record.status == "judged" else "not run")
+                    counts[key] += 1
+                    progress.update(bar, advance=1, counts=" ".join(f"{k} {v}" for k, v in counts.items()))
+
+                run_suite(work, store, pool, on_record)
+    except DeviceUnavailable as exc:
+        raise usage_error(str(exc)) from None
+    except KeyboardInterrupt:
+        interrupted = True
+    wall = time.monotonic() - started
+    summary = summarize(store, [t for t in suite_tasks if not only or t.name in only], exclude_unsupported)
+    if as_json:
+        print(json.dumps({"suite": suite, "candidates": candidates, "results_file": str(out), "wall_s": wall,
+                          "interrupted": interrupted,
+                          "metrics": [m.__dict__ for m in summary.metrics],
+                          "not_judged": [o.__dict__ for o in summary.not_judged],
+                          "results": [r.__dict__ for r in store.records.values()],
+                          "unreadable_files": problems}, indent=2, default=str))
+    else:
+        console.print(format_table(summary), markup=False, highlight=False)
+        console.print(f"results: {out}  ({len(store.records)} tasks recorded, {wall:.0f} s)")
+    if interrupted:
+        err.print(f"[yellow]interrupted[/]: every finished task is saved in {out}; rerun the same command to resume")
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+__all__ = ["judge_suite_command", "EXIT_USAGE"]

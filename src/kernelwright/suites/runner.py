@@ -1,0 +1,149 @@
+"""Judge a whole suite: pair tasks with candidate files, judge them on every GPU, keep every result.
+
+Results go to an append-only JSONL file, one line per task, flushed and fsynced as each verdict
+arrives; a rerun with the same output file skips every task already recorded, so an interrupted
+run (Ctrl-C, kill, lost machine) resumes without re-judging or losing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..tasks import Task, list_builtin_tasks
+
+SUITES = ("builtin", "tritonbench-revised", "rocm")
+REFERENCE = "reference"
+
+
+class SuiteUsageError(ValueError):
+    """Bad suite name, missing checkout, bad candidates folder: what the user must fix."""
+
+
+def load_suite_tasks(suite: str, path: str | Path | None) -> tuple[list[Task], list[tuple[str, str]]]:
+    """(tasks, [(file, reason) for files that could not become tasks])."""
+    if suite == "builtin":
+        return list_builtin_tasks(), []
+    if suite in ("tritonbench-revised", "rocm"):
+        if path is None:
+            raise SuiteUsageError(f"--suite {suite} reads your GEAK-eval checkout: pass --path /path/to/GEAK-eval")
+        from .geak import SuiteError, load_suite
+
+        try:
+            return load_suite(suite, path)
+        except SuiteError as exc:
+            raise SuiteUsageError(str(exc)) from None
+    raise SuiteUsageError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
+
+
+def candidate_for(task: Task, candidates: str) -> Path | None:
+    """The file judged for `task`: `<dir>/<task>.py`, or the suite's own reference."""
+    if candidates == REFERENCE:
+        return task.reference_impl or task.triton_reference
+    path = Path(candidates) / f"{task.name}.py"
+    return path if path.is_file() else None
+
+
+@dataclass
+class Record:
+    task: str
+    status: str                     # judged | unsupported | missing | judge_error
+    candidate: str | None
+    reason: str = ""
+    verdict: dict[str, Any] | None = None
+    finished_at: float = field(default_factory=time.time)
+
+    def outcome(self):
+        from ..metrics import TaskOutcome
+
+        if self.verdict is not None:
+            return TaskOutcome.from_verdict(self.verdict)
+        return TaskOutcome.not_run(self.task, self.status, self.reason or self.status)
+
+
+class ResultStore:
+    """The run's JSONL file. A torn last line (the process died mid-write) is ignored."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: dict[str, Record] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    data = json.loads(line)
+                    self.records[data["task"]] = Record(**data)
+                except (ValueError, KeyError, TypeError):
+                    continue
+
+    def add(self, record: Record) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(record.__dict__, default=str)
+        with open(self.path, "a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.records[record.task] = record
+
+
+@dataclass
+class SuitePlan:
+    to_judge: list[tuple[Task, Path]]
+    not_run: list[Record]
+    already_done: int
+
+
+def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: str,
+         only: set[str] | None = None) -> SuitePlan:
+    to_judge, not_run, done = [], [], 0
+    for task in tasks:
+        if only and task.name not in only:
+            continue
+        if task.name in store.records:
+            done += 1
+            continue
+        path = candidate_for(task, candidates)
+        if task.requires_backend and task.requires_backend != backend:
+            not_run.append(Record(task.name, "unsupported", str(path) if path else None,
+                                  f"needs {task.requires_backend}: {task.requires_reason}"))
+        elif path is None:
+            reason = ("the suite has no reference file for it" if candidates == REFERENCE
+                      else f"no {task.name}.py in {candidates}")
+            not_run.append(Record(task.name, "missing", None, reason))
+        else:
+            to_judge.append((task, path))
+    return SuitePlan(to_judge, not_run, done)
+
+
+def run_suite(plan_: SuitePlan, store: ResultStore, pool, on_record: Callable[[Record], None] | None = None,
+              options=None) -> None:
+    """Judge everything planned; every record is stored the moment it exists."""
+    for record in plan_.not_run:
+        store.add(record)
+        if on_record:
+            on_record(record)
+    if not plan_.to_judge:
+        return
+
+    def done(index: int, verdict) -> None:
+        task, path = plan_.to_judge[index]
+        status = "judge_error" if verdict.stage == "judge_error" else "judged"
+        record = Record(task.name, status, str(path), verdict.reason, verdict.to_dict())
+        store.add(record)
+        if on_record:
+            on_record(record)
+
+    pool.judge_many(plan_.to_judge, on_verdict=done, options=options)
+
+
+def summarize(store: ResultStore, tasks: list[Task], exclude_unsupported: bool):
+    from ..metrics import summarize as summarize_metrics
+
+    names = {t.name for t in tasks}
+    grouped = {name: [rec.outcome()] for name, rec in store.records.items() if name in names}
+    for name in names - set(grouped):
+        grouped[name] = []  # never reached (interrupted): counted as missing
+    return summarize_metrics(grouped, exclude_unsupported=exclude_unsupported)

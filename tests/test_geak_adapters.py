@@ -1,0 +1,51 @@
+"""The GEAK-eval adapters read every file of a checkout: 184 TritonBench-revised tasks and 31 ROCm
+files. A file that does not become a task must come with a reason (nothing is dropped silently)."""
+
+import pytest
+
+from kernelwright.suites.geak import (load_suite, portable_libdevice, rocm_files, split_source,
+                                      tritonbench_files)
+from kernelwright.tasks import load_task_ref
+
+from .conftest import GEAK_EVAL
+
+pytestmark = pytest.mark.skipif(not (GEAK_EVAL / "geak_eval").is_dir(), reason="GEAK-eval data not present")
+
+
+@pytest.mark.parametrize("suite,count,files", [("tritonbench-revised", 184, tritonbench_files),
+                                               ("rocm", 31, rocm_files)])
+def test_every_file_is_a_task_or_has_a_reason(suite, count, files):
+    tasks, problems = load_suite(suite, GEAK_EVAL)
+    assert len(files(GEAK_EVAL.resolve())) == count
+    assert len(tasks) + len(problems) == count
+    assert all(reason for _, reason in problems)
+    names = {t.name for t in tasks}
+    assert len(names) == len(tasks)
+    for task in tasks:
+        assert task.instruction and task.visible_cases
+        assert task.reference_impl is not None and task.reference_impl.is_file()
+        assert task.ref.startswith(f"{suite}:")
+    if suite == "tritonbench-revised":
+        assert not problems
+        assert sum(1 for t in tasks if t.perf_cases) >= 175  # perf inputs found for (almost) all
+        for task in tasks:  # tasks without perf inputs say why
+            assert task.perf_cases or task.notes
+
+
+def test_task_reloads_from_its_ref():
+    tasks, _ = load_suite("tritonbench-revised", GEAK_EVAL)
+    task = next(t for t in tasks if t.name == "add_value")
+    again = load_task_ref(task.ref)
+    assert again.name == "add_value" and len(again.perf_cases) == len(task.perf_cases) == 16
+    assert again.entry_point.name == "puzzle1"
+
+
+def test_split_and_portable_libdevice():
+    kernel, test = split_source("a = 1\n" + "#" * 146 + "  \ndef test_x():\n    return {}\n")
+    assert kernel == "a = 1\n" and "def test_x" in test
+    assert split_source("no separator")[1] is None
+    src = ("import triton.language.extra.cuda.libdevice as ld\nfrom triton.language.extra.hip import libdevice\n"
+           "y = tl.extra.hip.libdevice.exp(x)\nz = tl.extra.cuda.libdevice.pow(x, 2)\n")
+    out = portable_libdevice(src)
+    assert "cuda" not in out and "hip" not in out
+    assert "tl.extra.libdevice.exp" in out and "from triton.language.extra import libdevice" in out

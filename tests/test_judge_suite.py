@@ -1,0 +1,96 @@
+"""`kernelwright judge-suite` on the built-in suite under the interpreter: results file, metrics,
+and resuming after an interruption without re-judging or losing anything."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from kernelwright.suites.runner import Record, ResultStore
+
+TASKS = "vector_add,softmax,silu,row_sum"
+
+
+def run(args, **kw):
+    return subprocess.run([sys.executable, "-m", "kernelwright", "judge-suite", *args],
+                          capture_output=True, text=True, timeout=600, **kw)
+
+
+def test_reference_run_writes_results_and_metrics(tmp_path):
+    out = tmp_path / "run.jsonl"
+    proc = run(["--suite", "builtin", "--candidates", "reference", "--device", "cpu", "--tasks", TASKS,
+                "--out", str(out), "--json"])
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    metrics = {m["name"]: m for m in report["metrics"]}
+    assert metrics["execution accuracy"]["value"] == 1.0
+    assert metrics["execution accuracy"]["denominator"] == 4
+    lines = out.read_text().splitlines()
+    assert sorted(json.loads(line)["task"] for line in lines) == sorted(TASKS.split(","))
+    assert all(json.loads(line)["verdict"]["stage"] == "passed" for line in lines)
+
+    # a rerun resumes: nothing is judged twice
+    again = run(["--suite", "builtin", "--candidates", "reference", "--device", "cpu", "--tasks", TASKS,
+                 "--out", str(out)])
+    assert again.returncode == 0
+    assert "4 task(s) already judged" in again.stderr
+    assert len(out.read_text().splitlines()) == 4
+
+
+def test_interrupted_run_resumes_without_loss(tmp_path):
+    out = tmp_path / "run.jsonl"
+    args = ["--suite", "builtin", "--candidates", "reference", "--device", "cpu", "--workers-per-device", "1",
+            "--tasks", "vector_add,silu,gelu,row_sum,row_max,flip", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "kernelwright", "judge-suite", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    first = out.read_text().splitlines()
+    assert proc.returncode == 130, err
+    assert "rerun the same command to resume" in err
+    assert 2 <= len(first) < 6
+    rerun = run(args)
+    assert rerun.returncode == 0, rerun.stderr
+    tasks = [json.loads(line)["task"] for line in out.read_text().splitlines()]
+    assert sorted(tasks) == sorted(["vector_add", "silu", "gelu", "row_sum", "row_max", "flip"])  # each once
+    assert out.read_text().splitlines()[: len(first)] == first  # earlier results untouched
+
+
+def test_torn_last_line_is_ignored(tmp_path):
+    path = tmp_path / "r.jsonl"
+    store = ResultStore(path)
+    store.add(Record("a", "missing", None, "no a.py"))
+    with open(path, "a") as f:
+        f.write('{"task": "b", "status": "jud')  # the process died mid-write
+    again = ResultStore(path)
+    assert set(again.records) == {"a"}
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert run(["--suite", "nope", "--candidates", "reference"]).returncode == 2
+    missing = run(["--suite", "tritonbench-revised", "--candidates", "reference"])
+    assert missing.returncode == 2 and "--path" in missing.stderr
+    assert run(["--suite", "builtin", "--candidates", str(tmp_path / "absent")]).returncode == 2
+    assert run(["--suite", "builtin", "--candidates", "reference", "--tasks", "nope"]).returncode == 2
+
+
+def test_missing_candidates_are_recorded_not_dropped(tmp_path):
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "vector_add.py").write_text(
+        (os.path.dirname(__file__) + "/candidates/vector_add/good.py") and
+        open(os.path.join(os.path.dirname(__file__), "candidates", "vector_add", "good.py")).read())
+    out = tmp_path / "run.jsonl"
+    proc = run(["--suite", "builtin", "--candidates", str(cands), "--device", "cpu", "--tasks", "vector_add,silu",
+                "--out", str(out), "--json"])
+    assert proc.returncode == 0, proc.stderr
+    records = {json.loads(line)["task"]: json.loads(line) for line in out.read_text().splitlines()}
+    assert records["vector_add"]["verdict"]["stage"] == "passed"
+    assert records["silu"]["status"] == "missing" and "silu.py" in records["silu"]["reason"]
+    metrics = {m["name"]: m for m in json.loads(proc.stdout)["metrics"]}
+    assert (metrics["execution accuracy"]["numerator"], metrics["execution accuracy"]["denominator"]) == (1, 2)
