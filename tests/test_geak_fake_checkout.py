@@ -1,0 +1,121 @@
+"""The TritonBench-revised adapter end to end under the interpreter, on a miniature checkout laid
+out like GEAK-eval's (golden file + separator + test function, instruction JSON, perf script that
+imports GEAK-eval's helper module): references pass with a measured speedup, bad candidates fail."""
+
+import json
+
+import pytest
+
+from kernelwright.judge import JudgeOptions, JudgePool
+from kernelwright.suites.geak import TRITONBENCH_DIR, TRITONBENCH_JSON, TRITONBENCH_PERF_DIR, load_suite
+
+KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def puzzle1_kernel(x_ptr, output_ptr, N, BLOCK_SIZE: tl.constexpr, value):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < N
+    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + value, mask=mask)
+
+
+def puzzle1(x: torch.Tensor):
+    output = torch.empty_like(x)
+    N = output.numel()
+    puzzle1_kernel[(triton.cdiv(N, 1024),)](x, output, N, BLOCK_SIZE=1024, value=VALUE)
+    return output
+'''
+TEST = '''
+import torch
+
+def test_puzzle():
+    results = {}
+    results['test_case_1'] = puzzle1(torch.randn(1000))
+    results['test_case_2'] = puzzle1(torch.rand(37) * 100)
+    return results
+
+result_gold = test_puzzle()
+'''
+PERF = '''
+import sys
+import os
+sys.path.append(os.path.abspath(os.path.join(os.path.dirname(__file__), '..')))
+from add_value import puzzle1
+from geak_eval.perf.performance_utils import Performance_Metrics, do_bench_config
+import torch
+from geak_eval.data.TritonBench.data.TritonBench_G_v1.add_value import puzzle1 as puzzle1_ref
+
+class performance_metrics(Performance_Metrics):
+    def __init__(self, dtype=None, is_backward=False, **kwargs):
+        super().__init__('add_value', dtype=dtype, is_backward=is_backward, **kwargs)
+
+    def get_input_tensors(self):
+        self.input_tensors = [torch.rand(2 ** i, dtype=torch.float32) for i in (10, 13)]
+
+    def to_cuda(self, input_tensor):
+        return input_tensor  # the interpreter runs on the CPU
+
+    def call_op(self, input_tensor):
+        return puzzle1(input_tensor)
+
+    def call_op_ref(self, input_tensor):
+        return puzzle1_ref(input_tensor)
+
+if __name__ == '__main__':
+    raise SystemExit("never run by the judge")
+'''
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    root = tmp_path_factory.mktemp("GEAK-eval")
+    data = root / TRITONBENCH_DIR
+    data.mkdir(parents=True)
+    (data / "add_value.py").write_text(KERNEL.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST)
+    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10 to every element.",
+                                                       "file": "add_value.py", "difficulty": "1"}]))
+    perf = root / TRITONBENCH_PERF_DIR
+    perf.mkdir(parents=True)
+    (perf / "add_value_perf.py").write_text(PERF)
+    cands = root / "candidates"
+    cands.mkdir()
+    (cands / "good.py").write_text(KERNEL.replace("VALUE", "10"))
+    (cands / "wrong.py").write_text(KERNEL.replace("VALUE", "11"))
+    (cands / "torch_only.py").write_text(KERNEL.replace("VALUE", "10").replace(
+        "    puzzle1_kernel[(triton.cdiv(N, 1024),)](x, output, N, BLOCK_SIZE=1024, value=10)\n    return output",
+        "    return x + 10"))
+    (cands / "with_own_test.py").write_text(  # candidates may carry their own test: it is replaced
+        KERNEL.replace("VALUE", "10") + "#" * 146 + "\ndef test_puzzle():\n    return {'x': torch.zeros(1)}\n")
+    return root
+
+
+def test_suite_loads_with_perf_inputs(checkout):
+    tasks, problems = load_suite("tritonbench-revised", checkout)
+    assert not problems and len(tasks) == 1
+    task = tasks[0]
+    assert task.entry_point.name == "puzzle1" and task.instruction == "Add 10 to every element."
+    assert [c.label for c in task.perf_cases] == ["input 0: 1024 float32", "input 1: 8192 float32"]
+
+
+@pytest.mark.parametrize("candidate,stage,reason", [
+    (None, "passed", ""),
+    ("good.py", "passed", ""),
+    ("with_own_test.py", "passed", ""),
+    ("wrong.py", "call", "outside tolerance"),
+    ("torch_only.py", "correctness", "never launched"),
+])
+def test_judged_like_geak_but_stricter(checkout, candidate, stage, reason):
+    (task,), _ = load_suite("tritonbench-revised", checkout)
+    options = JudgeOptions(seeds=2, perf=True, perf_blocks=3, block_ms=3, warmup_ms=3, min_calls_per_block=2)
+    path = task.reference_impl if candidate is None else checkout / "candidates" / candidate
+    with JudgePool("cpu", workers=1, options=options) as pool:
+        verdict = pool.judge(task, path)
+    if stage == "call":  # a wrong value fails on the very first case: the correctness check of it
+        stage = "correctness"
+    assert verdict.stage == stage, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    assert reason in verdict.reason
+    if stage == "passed":
+        assert verdict.speedup is not None and len([c for c in verdict.cases if c.kind == "performance"]) == 2
