@@ -45,7 +45,9 @@ def test_split_and_portable_libdevice():
     assert kernel == "a = 1\n" and "def test_x" in test
     assert split_source("no separator")[1] is None
     src = ("import triton.language.extra.cuda.libdevice as ld\nfrom triton.language.extra.hip import libdevice\n"
+           "from triton.language.extra.hip.libdevice import isinf, isnan\n"
            "y = tl.extra.hip.libdevice.exp(x)\nz = tl.extra.cuda.libdevice.pow(x, 2)\n")
     out = portable_libdevice(src)
     assert "cuda" not in out and "hip" not in out
     assert "tl.extra.libdevice.exp" in out and "from triton.language.extra import libdevice" in out
+    assert "from triton.language.extra.libdevice import isinf, isnan" in out

@@ -47,6 +47,8 @@ def judge_suite_command(
                                              help="Leave tasks that cannot run on this platform out of the "
                                                   "denominators (the table says so)."),
     fresh: bool = typer.Option(False, "--fresh", help="Ignore earlier results in --out and start over."),
+    timeout_scale: float = typer.Option(1.0, "--timeout-scale", min=0.01,
+                                        help="Multiply every stage timeout (0.3: give up sooner on hangs)."),
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
@@ -74,7 +76,10 @@ def judge_suite_command(
     if fresh and out.exists():
         out.unlink()
     store = ResultStore(out)
-    options = JudgeOptions(seeds=seeds, perf=perf, **TIMING_PROFILES[timing])
+    defaults = JudgeOptions()
+    options = JudgeOptions(seeds=seeds, perf=perf, **TIMING_PROFILES[timing],
+                           **{name: getattr(defaults, name) * timeout_scale
+                              for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout")})
     err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line
     for file, reason in problems:
         err.print(f"[yellow]not a task:[/] {escape(file)}: {escape(reason)}")

@@ -67,6 +67,8 @@ def portable_libdevice(source: str) -> str:
     source = re.sub(r"\b(tl|triton\.language)\.extra\.(?:cuda|hip)\.libdevice\b", r"\1.extra.libdevice", source)
     source = re.sub(r"from\s+triton\.language\.extra\.(?:cuda|hip)\s+import\s+libdevice",
                     "from triton.language.extra import libdevice", source)
+    source = re.sub(r"from\s+triton\.language\.extra\.(?:cuda|hip)\.libdevice\s+import",
+                    "from triton.language.extra.libdevice import", source)
     source = re.sub(r"import\s+triton\.language\.extra\.(?:cuda|hip)\.libdevice\s+as",
                     "import triton.language.extra.libdevice as", source)
     return source
