@@ -79,6 +79,8 @@ def flatten_outputs(value: Any, torch) -> list:
     items = list(value) if isinstance(value, (tuple, list)) else [value]
     out = []
     for i, item in enumerate(items):
+        if item is None:  # in-place operations return nothing
+            continue
         if isinstance(item, torch.Tensor):
             out.append(item)
         elif isinstance(item, (bool, int, float)):
