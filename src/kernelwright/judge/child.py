@@ -101,6 +101,9 @@ class LaunchCounter:
         self.own = 0
         self.other = 0
         self.kernels: dict[str, int] = {}
+        # code object -> defined in the candidate's file? Resolved once: a path lookup on every
+        # launch costs tens of microseconds of syscalls, which would be billed to the candidate.
+        self._is_own: dict[Any, bool] = {}
 
     def install(self) -> None:
         classes = []
@@ -127,9 +130,13 @@ class LaunchCounter:
     def _record(self, jit_fn) -> None:
         fn = getattr(jit_fn, "fn", None)
         code = getattr(fn, "__code__", None)
-        name = getattr(fn, "__name__", "?")
-        if code is not None and self.own_file and os.path.realpath(code.co_filename) == self.own_file:
+        own = self._is_own.get(code)
+        if own is None:
+            own = bool(code is not None and self.own_file and os.path.realpath(code.co_filename) == self.own_file)
+            self._is_own[code] = own
+        if own:
             self.own += 1
+            name = fn.__name__
             self.kernels[name] = self.kernels.get(name, 0) + 1
         else:
             self.other += 1
@@ -427,8 +434,10 @@ class Harness:
                     break
             self._sync()
             times = self._timed_calls(5)
+            flush_ms = self._flush_ms(3)
             gaps = self._escape_gaps(5) if self.is_gpu else [0.0]
             self.send({"op": "perf_prepare", "ok": True, "est_ms": float(sorted(times)[len(times) // 2]),
+                       "flush_ms": flush_ms,
                        # host latency only ever adds to a gap: the minimum is the cleanest reading
                        "gap_ms": float(min(gaps)),
                        "warmup_launches": self.counter.own - before, "warmup_calls": calls})
@@ -458,6 +467,21 @@ class Harness:
             fn(*args)
             times.append((self._perf_counter() - start) * 1e3)
         return times
+
+    def _flush_ms(self, n: int) -> float:
+        """Time of one L2 flush: every timed call pays it, so block sizes must count it."""
+        if not self.is_gpu:
+            start = self._perf_counter()
+            for _ in range(n):
+                self.flush_buffer.zero_()
+            return (self._perf_counter() - start) * 1e3 / n
+        start, end = self._event_cls(enable_timing=True), self._event_cls(enable_timing=True)
+        self._record(start)
+        for _ in range(n):
+            self.flush_buffer.zero_()
+        self._record(end)
+        self._sync()
+        return self._elapsed(start, end) / n
 
     def _escape_gaps(self, n: int) -> list[float]:
         """Time from the end of the call on the current stream to the moment the whole device is

@@ -492,7 +492,8 @@ class Worker:
             if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
                 raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
                                  f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)")
-            est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3)
+            # one timed call costs the kernel plus the L2 flush before it
+            est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0)
             n = int(min(opts["max_calls_per_block"], max(opts["min_calls_per_block"],
                                                            math.ceil(opts["block_ms"] / est))))
             # Both gaps hold the same host round trip (sync, record); what is left is device work

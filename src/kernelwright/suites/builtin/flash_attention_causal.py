@@ -52,7 +52,7 @@ hidden_cases = [
 perf_cases = [
     Case("float16", B=4, H=32, S=4096, D=128),
     Case("bfloat16", B=8, H=16, S=2048, D=64),
-    Case("bfloat16", B=1, H=32, S=16384, D=128),
+    Case("bfloat16", B=1, H=16, S=8192, D=128),  # the float64 spot-check reference must fit beside the kernel
 ]
 
 
