@@ -9,9 +9,10 @@ from kernelwright.tasks import load_task_ref
 
 from .conftest import GEAK_EVAL
 
-pytestmark = pytest.mark.skipif(not (GEAK_EVAL / "geak_eval").is_dir(), reason="GEAK-eval data not present")
+needs_data = pytest.mark.skipif(not (GEAK_EVAL / "geak_eval").is_dir(), reason="GEAK-eval data not present")
 
 
+@needs_data
 @pytest.mark.parametrize("suite,count,files", [("tritonbench-revised", 184, tritonbench_files),
                                                ("rocm", 31, rocm_files)])
 def test_every_file_is_a_task_or_has_a_reason(suite, count, files):
@@ -32,6 +33,7 @@ def test_every_file_is_a_task_or_has_a_reason(suite, count, files):
             assert task.perf_cases or task.notes
 
 
+@needs_data
 def test_task_reloads_from_its_ref():
     tasks, _ = load_suite("tritonbench-revised", GEAK_EVAL)
     task = next(t for t in tasks if t.name == "add_value")
