@@ -43,3 +43,25 @@ def test_speedup_statistics_are_complete(verdicts):
     assert verdict.speedup == pytest.approx(mean)
     assert verdict.speedup_geomean <= verdict.speedup + 1e-12  # AM >= GM
     assert verdict.speedup_ci95[0] <= verdict.speedup_ci95[1]
+
+
+def test_perf_subset_spreads_from_first_to_last():
+    from kernelwright.judge.worker import perf_subset
+
+    assert perf_subset(5, None) == {0, 1, 2, 3, 4}
+    assert perf_subset(3, 5) == {0, 1, 2}
+    assert perf_subset(16, 4) == {0, 5, 10, 15}
+    assert perf_subset(16, 1) == {15}
+
+
+def test_untimed_perf_cases_are_reported_not_dropped():
+    from kernelwright.judge import JudgeOptions, JudgePool
+
+    options = JudgeOptions(seeds=1, perf=True, perf_blocks=2, block_ms=2, warmup_ms=2, min_calls_per_block=2,
+                           max_perf_cases=1)
+    with JudgePool("cpu", workers=1, options=options) as pool:
+        verdict = pool.judge(TASK, CANDIDATES / "tiny_add" / "good.py")
+    perf = [c for c in verdict.cases if c.kind == "performance"]
+    assert verdict.passed and len(perf) == 2
+    assert [c.ok for c in perf] == [None, True]
+    assert "not timed" in perf[0].reason

@@ -47,6 +47,9 @@ def judge_suite_command(
                                              help="Leave tasks that cannot run on this platform out of the "
                                                   "denominators (the table says so)."),
     fresh: bool = typer.Option(False, "--fresh", help="Ignore earlier results in --out and start over."),
+    max_perf_cases: Optional[int] = typer.Option(None, "--max-perf-cases", min=1,
+                                                 help="Time at most N shapes per task, spread evenly from the "
+                                                      "smallest to the largest (default: every shape)."),
     timeout_scale: float = typer.Option(1.0, "--timeout-scale", min=0.01,
                                         help="Multiply every stage timeout (0.3: give up sooner on hangs)."),
 ) -> None:
@@ -77,7 +80,7 @@ def judge_suite_command(
         out.unlink()
     store = ResultStore(out)
     defaults = JudgeOptions()
-    options = JudgeOptions(seeds=seeds, perf=perf, **TIMING_PROFILES[timing],
+    options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases, **TIMING_PROFILES[timing],
                            **{name: getattr(defaults, name) * timeout_scale
                               for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout")})
     err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line

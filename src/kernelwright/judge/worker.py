@@ -33,6 +33,15 @@ LOG_TAIL_BYTES = 4000
 MAX_REPLY_BYTES = 4 << 30
 
 
+def perf_subset(n: int, limit: int | None) -> set[int]:
+    """Indices of the perf cases to time: all, or `limit` spread evenly from first to last."""
+    if not limit or n <= limit:
+        return set(range(n))
+    if limit == 1:
+        return {n - 1}
+    return {round(i * (n - 1) / (limit - 1)) for i in range(limit)}
+
+
 class ChildFailure(Exception):
     """A child did not answer: it timed out, died, or sent something unreadable."""
 
@@ -468,7 +477,12 @@ class Worker:
         flush_bytes = max(4 * l2, 64 << 20) if self.device != "cpu" else 32 << 20
         timings = []
         stage = "performance"
+        timed = perf_subset(len(task.perf_cases), opts.get("max_perf_cases"))
         for pi, case in enumerate(task.perf_cases):
+            if pi not in timed:
+                verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
+                                                f"not timed: at most {opts['max_perf_cases']} perf cases per task"))
+                continue
             if self.device == "cpu" and case.dtype in INTERPRETER_UNSUPPORTED:
                 verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
                                                 "skipped: the Triton interpreter computes this dtype incorrectly"))
