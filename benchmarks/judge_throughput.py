@@ -95,7 +95,7 @@ def main() -> None:
                                    "speedup_vs_fresh": fresh_wall / wall,
                                    "not_passed": [s for s in stages if s != "passed"]})
     print(json.dumps(report, indent=2))
-    print(f"\n| method | candidates | wall (s) | per candidate (s) | vs fresh process |\n|---|---|---|---|---|")
+    print("\n| method | candidates | wall (s) | per candidate (s) | vs fresh process |\n|---|---|---|---|---|")
     for r in report["runs"]:
         print(f"| {r['method']} | {len(cands)} | {r['wall_s']:.1f} | {r['per_candidate_s']:.2f} | "
               f"{r.get('speedup_vs_fresh', 1.0):.2f}x |")

@@ -1,7 +1,6 @@
 """Triton reference for embedding: programs over (token, column block); each loads its token's
 index once and copies a BLOCK_D slice of the row, offsets in int64."""
 
-import math
 
 import torch
 import triton
