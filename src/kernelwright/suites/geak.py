@@ -272,11 +272,30 @@ def checkout_root(path: str | Path) -> Path:
     raise SuiteError(f"{path} is not a GEAK-eval checkout (no geak_eval/data folder in it or above it)")
 
 
-def tritonbench_files(root: Path) -> list[Path]:
-    folder = root / TRITONBENCH_DIR
+def _suite_files(root: Path, relative: str) -> list[Path]:
+    folder = root / relative
     if not folder.is_dir():
         raise SuiteError(f"{folder} does not exist: is {root} a GEAK-eval checkout?")
     return sorted(p for p in folder.glob("*.py") if p.name != "__init__.py")
+
+
+def tritonbench_files(root: Path) -> list[Path]:
+    return _suite_files(root, TRITONBENCH_DIR)
+
+
+def rocm_files(root: Path) -> list[Path]:
+    return _suite_files(root, ROCM_DIR)
+
+
+def _geak_task(kernel_code: str, **fields: Any) -> Task:
+    """The fields every GEAK task shares: a golden reference in native precision, its tolerances,
+    no input generator of its own, and whether it needs an AMD GPU."""
+    amd = sorted(set(AMD_ONLY.findall(portable_libdevice(kernel_code))))
+    return Task(make_inputs=lambda case, gen: (), reference=lambda: None, hidden_cases=[],
+                tolerances=dict(GEAK_TOLERANCES), reference_in_float64=False,
+                requires_backend="hip" if amd else None,
+                requires_reason=f"calls AMD-only device functions ({', '.join(amd[:3])})" if amd else "",
+                **fields)
 
 
 def tritonbench_task(root: Path, stem: str) -> Task:
@@ -298,31 +317,23 @@ def tritonbench_task(root: Path, stem: str) -> Task:
             notes.append(problem)
     else:
         perf_script, _ = None, notes.append("no perf script: correctness only")
-    amd = AMD_ONLY.findall(portable_libdevice(kernel_code))
-    task = Task(
+    return _geak_task(
+        kernel_code,
         name=stem,
         instruction=info.get("instruction", f"Write the Triton kernels and wrappers of {stem}.").strip(),
         entry_point=EntryPoint(names[0], ", ".join(names)),
-        make_inputs=lambda case, gen: (),
-        reference=lambda: None,
         visible_cases=[Case("any", label="golden test function")],
-        hidden_cases=[],
         perf_cases=perf_cases,
         source_path=path,
-        tolerances=dict(GEAK_TOLERANCES),
-        reference_in_float64=False,
         difficulty=int(info["difficulty"]) if str(info.get("difficulty", "")).isdigit() else None,
-        tags=("tritonbench-revised", *(("requires-rocm",) if amd else ())),
+        tags=("tritonbench-revised",),
         ref=f"tritonbench-revised:{root}::{stem}",
         load_impl=_load_tritonbench_impl(stem, test_code, perf_script),
         bind=_bind_tritonbench,
         reference_impl=path,
         suite="tritonbench-revised",
-        requires_backend="hip" if amd else None,
-        requires_reason=f"calls AMD-only device functions ({', '.join(sorted(set(amd))[:3])})" if amd else "",
         notes=notes,
     )
-    return task
 
 
 # -- ROCm ------------------------------------------------------------------------------------------
@@ -345,6 +356,17 @@ def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
     return ast.literal_eval(node)
 
 
+def _product(axes: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Stacked @parametrize decorators run every combination of their rows."""
+    combos = []
+    for parts in itertools.product(*axes) if axes else [()]:
+        merged: dict[str, Any] = {}
+        for part in parts:
+            merged.update(part)
+        combos.append(merged)
+    return combos
+
+
 def _parametrizations(fn: ast.FunctionDef, env: dict[str, Any]) -> list[dict[str, Any]]:
     """The cartesian product of a test's @pytest.mark.parametrize decorators."""
     axes = []
@@ -356,13 +378,7 @@ def _parametrizations(fn: ast.FunctionDef, env: dict[str, Any]) -> list[dict[str
         values = _eval(deco.args[1], env)
         rows = [dict(zip(names, v if len(names) > 1 else (v,))) for v in values]
         axes.append(rows)
-    combos = []
-    for parts in itertools.product(*axes) if axes else [()]:
-        merged: dict[str, Any] = {}
-        for part in parts:
-            merged.update(part)
-        combos.append(merged)
-    return combos
+    return _product(axes)
 
 
 def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -> dict[str, list[dict]]:
@@ -393,13 +409,7 @@ def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -
                 value = getattr(value, "values", value)  # pytest.param(...)
                 rows.append(dict(zip(names, value if len(names) > 1 else (value,))))
             axes.append(rows)
-        combos = []
-        for parts in itertools.product(*axes) if axes else [()]:
-            merged: dict[str, Any] = {}
-            for part in parts:
-                merged.update(part)
-            combos.append(merged)
-        found[attr] = combos
+        found[attr] = _product(axes)
     return found
 
 
@@ -461,13 +471,6 @@ def _bind_rocm(module: types.ModuleType, kind: str, case: Case, gen) -> tuple[Ca
     return run_test, ()
 
 
-def rocm_files(root: Path) -> list[Path]:
-    folder = root / ROCM_DIR
-    if not folder.is_dir():
-        raise SuiteError(f"{folder} does not exist: is {root} a GEAK-eval checkout?")
-    return sorted(p for p in folder.glob("*.py") if p.name != "__init__.py")
-
-
 def rocm_task(root: Path, stem: str) -> Task:
     path = root / ROCM_DIR / f"{stem}.py"
     kernel_code, test_code = split_source(path.read_text())
@@ -498,30 +501,22 @@ def rocm_task(root: Path, stem: str) -> Task:
         raise SuiteError(f"{path}: no correctness test could be enumerated ({'; '.join(notes)})")
     info = _instructions(str(root / ROCM_JSON)).get(path.name, {})
     names = [info["target_kernel_name"]] if info.get("target_kernel_name") else _required_names(kernel_code, test_code)
-    amd = AMD_ONLY.findall(portable_libdevice(kernel_code))
-    task = Task(
+    return _geak_task(
+        kernel_code,
         name=stem,
         instruction=info.get("instruction", f"Write the Triton kernel of {stem}.").strip(),
         entry_point=EntryPoint(names[0], ", ".join(names)),
-        make_inputs=lambda case, gen: (),
-        reference=lambda: None,
         visible_cases=cases,
-        hidden_cases=[],
         perf_cases=perf_cases,
         source_path=path,
-        tolerances=dict(GEAK_TOLERANCES),
-        reference_in_float64=False,
-        tags=("rocm", *(("requires-rocm",) if amd else ())),
+        tags=("rocm",),
         ref=f"rocm:{root}::{stem}",
         load_impl=_load_rocm_impl(stem, test_code),
         bind=_bind_rocm,
         reference_impl=path,
         suite="rocm",
-        requires_backend="hip" if amd else None,
-        requires_reason=f"calls AMD-only device functions ({', '.join(sorted(set(amd))[:3])})" if amd else "",
         notes=notes,
     )
-    return task
 
 
 # -- registry hooks -------------------------------------------------------------------------------

@@ -1,6 +1,5 @@
 """Row-wise int8 dequantization: q * scale[row], back to a floating dtype."""
 
-
 from kernelwright.tasks import Case
 from kernelwright.tasks.inputs import rand, randint
 

@@ -1,6 +1,5 @@
 """Dense matrix product C = A @ B (M x K times K x N)."""
 
-
 from kernelwright.tasks import Case
 from kernelwright.tasks.inputs import randn
 

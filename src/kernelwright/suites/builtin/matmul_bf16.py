@@ -1,6 +1,5 @@
 """bfloat16 GEMM in the "NT" layout of a linear layer: C = A @ B^T with B stored as (N, K)."""
 
-
 from kernelwright.tasks import Case
 from kernelwright.tasks.inputs import randn
 

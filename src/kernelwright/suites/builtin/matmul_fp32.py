@@ -1,6 +1,5 @@
 """Single-precision matrix product C = A @ B with full IEEE float32 accuracy (no TF32)."""
 
-
 from kernelwright.tasks import Case
 from kernelwright.tasks.inputs import randn
 

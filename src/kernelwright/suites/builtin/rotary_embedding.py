@@ -1,6 +1,5 @@
 """Rotary position embedding (RoPE), GPT-NeoX "rotate half" convention, applied to q or k."""
 
-
 import torch
 
 from kernelwright.tasks import Case

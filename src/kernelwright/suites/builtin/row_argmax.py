@@ -1,6 +1,5 @@
 """Index of the maximum of each row of a 2-D tensor."""
 
-
 from kernelwright.tasks import Case
 from kernelwright.tasks.inputs import rand, randint, randn
 

@@ -1,6 +1,5 @@
 """Sum of each row of a 2-D tensor (a reduction over the last dimension)."""
 
-
 from kernelwright.tasks import Case
 from kernelwright.tasks.inputs import randn
 

@@ -1,6 +1,5 @@
 """Out-of-place transpose of a 2-D matrix into a new contiguous tensor."""
 
-
 from kernelwright.tasks import Case
 from kernelwright.tasks.inputs import randn
 
