@@ -36,33 +36,41 @@ def load_task_or_exit(name_or_path: str):
 
 @app.command("tasks")
 def tasks_command(
-    suite: str = typer.Option("builtin", help="Which suite to list (built-in tasks for now)."),
+    suite: str = typer.Option("builtin", help="builtin | tritonbench-revised | rocm"),
+    path: Optional[Path] = typer.Option(None, "--path", "-p", help="Your GEAK-eval checkout (GEAK suites)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """List the tasks kernelwright knows."""
+    """List the tasks of a suite (and every file that could not become a task, with the reason)."""
+    from ..suites.runner import SuiteUsageError, load_suite_tasks
     from ..tasks import TaskFileError, builtin_task_paths, load_task_file
 
-    if suite != "builtin":
-        raise usage_error(f"unknown suite {suite!r}; available: builtin")
     rows, problems = [], []
-    for name, path in builtin_task_paths().items():
+    if suite == "builtin":  # one by one, so that a broken task file does not hide the others
+        for name, file in builtin_task_paths().items():
+            try:
+                rows.append(load_task_file(file).summary())
+            except TaskFileError as exc:
+                problems.append(str(exc))
+    else:
         try:
-            rows.append(load_task_file(path).summary())
-        except TaskFileError as exc:
-            problems.append(str(exc))
+            tasks, unreadable = load_suite_tasks(suite, path)
+        except SuiteUsageError as exc:
+            raise usage_error(str(exc)) from None
+        rows = [t.summary() for t in tasks]
+        problems = [f"{file}: {reason}" for file, reason in unreadable]
     if as_json:
         print(json.dumps({"tasks": rows, "errors": problems}, indent=2))
     else:
-        table = Table(title=f"{suite} tasks ({len(rows)})")
+        table = Table(title=f"{escape(suite)} tasks ({len(rows)})")
         for col in ("name", "entry point", "cases (vis/hid/perf)", "difficulty", "triton ref"):
             table.add_column(col)
         for r in rows:
             c = r["cases"]
-            table.add_row(r["name"], r["entry_point"], f"{c['visible']}/{c['hidden']}/{c['perf']}",
+            table.add_row(escape(r["name"]), escape(r["entry_point"]), f"{c['visible']}/{c['hidden']}/{c['perf']}",
                           str(r["difficulty"] or "-"), "yes" if r["triton_reference"] else "-")
         console.print(table)
         for p in problems:
-            err_console.print(f"[red]{p}[/]")
+            err_console.print(f"[red]{escape(p)}[/]")
     if problems:
         raise typer.Exit(EXIT_FAIL)
 
