@@ -25,9 +25,21 @@ def usage_error(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
-def load_task_or_exit(name_or_path: str):
+def load_task_or_exit(name_or_path: str, suite: str = "builtin", path: Optional[Path] = None):
+    """A built-in task or task file; with a GEAK suite, a task of the checkout at `path`."""
+    from ..suites.runner import SuiteUsageError, load_suite_tasks
     from ..tasks import TaskFileError, TaskNotFound, resolve_task
 
+    if suite != "builtin":
+        try:
+            tasks, _ = load_suite_tasks(suite, path)
+        except SuiteUsageError as exc:
+            raise usage_error(str(exc)) from None
+        for task in tasks:
+            if task.name == name_or_path:
+                return task
+        raise usage_error(f"no task {name_or_path!r} in {suite} ({len(tasks)} tasks; `kernelwright tasks "
+                          f"--suite {suite} --path ...` lists them)")
     try:
         return resolve_task(name_or_path)
     except (TaskNotFound, TaskFileError) as exc:
@@ -79,6 +91,8 @@ def tasks_command(
 def eval_command(
     candidate: Path = typer.Argument(..., help="Candidate Python file defining the task's entry point."),
     task: str = typer.Option(..., "--task", "-t", help="Task name (see `kernelwright tasks`) or path to a task file."),
+    suite: str = typer.Option("builtin", help="Suite of --task: builtin | tritonbench-revised | rocm."),
+    path: Optional[Path] = typer.Option(None, "--path", "-p", help="Your GEAK-eval checkout (GEAK suites)."),
     device: str = typer.Option("auto", help="auto | cpu (Triton interpreter) | cuda | hip"),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     seeds: int = typer.Option(3, min=1, max=50, help="Fresh seeds per correctness case."),
@@ -100,7 +114,7 @@ def eval_command(
         raise usage_error(f"candidate file {str(candidate)!r} does not exist")
     if baseline not in ("torch", "triton"):
         raise usage_error("--baseline must be 'torch' or 'triton'")
-    task_obj = load_task_or_exit(task)
+    task_obj = load_task_or_exit(task, suite, path)
     if baseline == "triton" and task_obj.triton_reference is None:
         raise usage_error(f"task {task_obj.name} has no Triton reference; use --baseline torch")
     defaults = JudgeOptions()
