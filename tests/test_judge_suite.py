@@ -94,3 +94,42 @@ def test_missing_candidates_are_recorded_not_dropped(tmp_path):
     assert records["silu"]["status"] == "missing" and "silu.py" in records["silu"]["reason"]
     metrics = {m["name"]: m for m in json.loads(proc.stdout)["metrics"]}
     assert (metrics["execution accuracy"]["numerator"], metrics["execution accuracy"]["denominator"]) == (1, 2)
+
+
+def test_a_reference_that_fails_here_makes_the_task_unsupported(tmp_path):
+    """The suite's own reference failing on this platform is reported as unsupported, with the
+    reason, counted as a failure, and left out of denominators only with --exclude-unsupported."""
+    task_file = tmp_path / "needs_gpu.py"
+    task_file.write_text('''
+import torch
+from kernelwright.tasks import Case
+from kernelwright.tasks.inputs import randn
+name = "needs_gpu"
+instruction = "x + 1, but the reference only runs on a GPU"
+entry_point = "vector_add(x, y)"
+def make_inputs(case, gen):
+    return randn(gen, case.shape, case.dtype), randn(gen, case.shape, case.dtype)
+def reference(x, y):
+    if x.dtype == torch.float64 and not x.is_cuda:  # the judged run (float64) fails off the GPU
+        raise RuntimeError("this reference needs a CUDA device")
+    return x + y
+visible_cases = [Case("float32", shape=(64,))]
+''')
+    from kernelwright.judge import JudgeOptions, JudgePool
+    from kernelwright.metrics import execution_accuracy
+    from kernelwright.suites.runner import ResultStore, plan, run_suite
+    from kernelwright.tasks import load_task_file
+
+    task = load_task_file(task_file, check_degenerate=False)
+    cands = tmp_path / "c"
+    cands.mkdir()
+    (cands / "needs_gpu.py").write_text(
+        open(os.path.join(os.path.dirname(__file__), "candidates", "vector_add", "good.py")).read())
+    store = ResultStore(tmp_path / "r.jsonl")
+    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1)) as pool:
+        run_suite(plan([task], str(cands), store, pool.backend), store, pool)
+    record = store.records["needs_gpu"]
+    assert record.status == "unsupported" and "needs a CUDA device" in record.verdict["detail"]
+    outcome = record.outcome()
+    assert execution_accuracy([outcome]).denominator == 1
+    assert execution_accuracy([outcome], exclude_unsupported=True).denominator == 0

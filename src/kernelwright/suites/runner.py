@@ -20,6 +20,13 @@ SUITES = ("builtin", "tritonbench-revised", "rocm")
 REFERENCE = "reference"
 
 
+def reference_cannot_run(reason: str) -> bool:
+    """Is this judge_error the platform's fault (the suite's own reference fails here)?"""
+    return (reason.startswith(("the task's reference failed", "the reference process failed",
+                               "the reference failed to load"))
+            or "cannot run on this platform" in reason or "no correctness case can run on this device" in reason)
+
+
 class SuiteUsageError(ValueError):
     """Bad suite name, missing checkout, bad candidates folder: what the user must fix."""
 
@@ -60,7 +67,7 @@ class Record:
     def outcome(self):
         from ..metrics import TaskOutcome
 
-        if self.verdict is not None:
+        if self.status == "judged":
             return TaskOutcome.from_verdict(self.verdict)
         return TaskOutcome.not_run(self.task, self.status, self.reason or self.status)
 
@@ -130,7 +137,11 @@ def run_suite(plan_: SuitePlan, store: ResultStore, pool, on_record: Callable[[R
 
     def done(index: int, verdict) -> None:
         task, path = plan_.to_judge[index]
-        status = "judge_error" if verdict.stage == "judge_error" else "judged"
+        status = "judged"
+        if verdict.stage == "judge_error":
+            # a reference that fails here means the task cannot run on this platform; anything
+            # else (a lost worker...) is the judge's own failure
+            status = "unsupported" if reference_cannot_run(verdict.reason) else "judge_error"
         record = Record(task.name, status, str(path), verdict.reason, verdict.to_dict())
         store.add(record)
         if on_record:

@@ -34,7 +34,8 @@ def load_task_ref(ref: str) -> Task:
     prefix, sep, rest = ref.partition(":")
     if sep and prefix in _adapters():
         return _adapters()[prefix](rest)
-    return load_task_file(ref)
+    # whoever made the ref loaded (and validated) the task already: judge processes only reload it
+    return load_task_file(ref, check_degenerate=False)
 
 
 def _adapters() -> dict:
