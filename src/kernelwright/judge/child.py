@@ -37,6 +37,10 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
     try:
         os.setsid()  # own process group: the worker kills the whole group at the end
         procs.die_with_parent()
+        if role == "candidate":
+            procs.limit_file_size(int(options.get("max_file_bytes") or 256 << 20))
+        else:
+            procs.make_undumpable()
         _close_fds_except(conn_fd)
         _redirect_stdio(log_path)
         conn = Connection(conn_fd)

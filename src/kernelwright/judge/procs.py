@@ -13,6 +13,7 @@ import signal
 import time
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 
 try:
@@ -24,6 +25,25 @@ except OSError:  # not Linux: the protections degrade to process groups only
 def die_with_parent() -> None:
     if _libc is not None:
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def make_undumpable() -> None:
+    """Trusted processes (worker, reference child) hold reference outputs and pristine inputs: a
+    non-dumpable process's memory cannot be read through /proc/<pid>/mem or ptrace by another
+    process of the same (non-root) user, such as a candidate's."""
+    if _libc is not None:
+        _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def limit_file_size(max_bytes: int) -> None:
+    """No file the candidate writes (its log included) may grow past `max_bytes`: a candidate
+    printing forever is stopped by SIGXFSZ instead of filling the disk."""
+    import resource
+
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+    except (ValueError, OSError):
+        pass
 
 
 def become_subreaper() -> None:
@@ -96,7 +116,8 @@ def describe_status(status: int) -> str:
         sig = os.WTERMSIG(status)
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         text = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
-                "SIGKILL": "killed", "SIGFPE": "floating-point exception", "SIGILL": "illegal instruction"}
+                "SIGKILL": "killed", "SIGFPE": "floating-point exception", "SIGILL": "illegal instruction",
+                "SIGXFSZ": "stopped at the file size limit (printed or wrote too much)"}
         return f"{text.get(name, 'terminated')} ({name})"
     if os.WIFEXITED(status):
         return f"exited with status {os.WEXITSTATUS(status)}"

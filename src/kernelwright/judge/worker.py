@@ -195,6 +195,8 @@ def classify_error(text: str) -> str:
         return "GPU out of memory" if "cuda" in lowered or "hip" in lowered else "ran out of memory"
     if "sys.exit" in lowered:
         return "called sys.exit"
+    if "file too large" in lowered:
+        return "hit the file size limit (printed or wrote too much)"
     return "raised an exception"
 
 
@@ -227,7 +229,8 @@ class Worker:
     # -- children ---------------------------------------------------------------------------
     def _child_options(self, role: str) -> dict:
         return {"memory_fraction": self.options.get("memory_fraction", 0.45) if role == "candidate" else None,
-                "cpu_threads": self.options.get("cpu_threads", 1)}
+                "cpu_threads": self.options.get("cpu_threads", 1),
+                "max_file_bytes": 64 << 20}
 
     def start(self) -> dict:
         """Fork the first spare and read the device description from it."""
@@ -590,6 +593,7 @@ def main(argv: list[str] | None = None) -> None:
 
     procs.die_with_parent()
     procs.become_subreaper()
+    procs.make_undumpable()
     import torch  # noqa: F401 - imported once here, inherited by every forked child
     import triton  # noqa: F401
 
