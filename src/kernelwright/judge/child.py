@@ -160,7 +160,6 @@ class Harness:
         # Private references taken before any foreign code runs in this process.
         self._perf_counter = time.perf_counter
         self._empty = torch.empty
-        self._empty_like = torch.empty_like
         self._generator = torch.Generator
         if self.is_gpu:
             self._event_cls = torch.cuda.Event
