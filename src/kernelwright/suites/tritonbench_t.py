@@ -197,7 +197,8 @@ def _instructions(root: str) -> dict[str, str]:
             if not match:
                 continue
             description = _flat(match.group(1))
-            files = [f for f, info in stats.items() if description and description in _flat(info.get("description", ""))]
+            files = [f for f, info in stats.items()
+                     if description and description in _flat(info.get("description", ""))]
             if len(files) == 1:
                 found[files[0]] = text
     return found
