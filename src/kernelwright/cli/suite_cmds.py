@@ -27,11 +27,13 @@ TIMING_PROFILES = {
 
 @app.command("judge-suite")
 def judge_suite_command(
-    suite: str = typer.Option(..., "--suite", "-s", help="builtin | tritonbench-revised | rocm"),
+    suite: str = typer.Option(..., "--suite", "-s", help="builtin | tritonbench-revised | rocm | kernelbench | tritonbench-t"),
     candidates: str = typer.Option(..., "--candidates", "-c",
                                    help="Folder of <task>.py candidate files, or 'reference' to judge the "
                                         "suite's own reference implementations (the sanity run)."),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help="Your GEAK-eval checkout (GEAK suites)."),
+    path: Optional[Path] = typer.Option(None, "--path", "-p", help="The benchmark's checkout: GEAK-eval (tritonbench-revised, "
+                                                                  "rocm), KernelBench, or thunlp/TritonBench "
+                                                                  "(tritonbench-t)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o",
                                        help="Results file (JSONL, one line per task). Rerunning with the same "
                                             "file resumes. Default: kernelwright-results/<suite>-<candidates>.jsonl"),

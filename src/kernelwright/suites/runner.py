@@ -16,8 +16,18 @@ from typing import Any, Callable, Iterable
 
 from ..tasks import Task, list_builtin_tasks
 
-SUITES = ("builtin", "tritonbench-revised", "rocm")
+SUITES = ("builtin", "tritonbench-revised", "rocm", "kernelbench", "tritonbench-t")
 REFERENCE = "reference"
+# Suites whose reference is PyTorch code, not a Triton implementation: a `--candidates reference`
+# run has nothing to judge for them (judging PyTorch against itself would count as a pass).
+NO_TRITON_REFERENCE = {
+    "kernelbench": "KernelBench ships no Triton reference (its reference is the PyTorch Model)",
+    "tritonbench-t": "TritonBench-T ships no Triton reference (its reference is the PyTorch operator)",
+}
+CHECKOUTS = {"tritonbench-revised": "your GEAK-eval checkout: pass --path /path/to/GEAK-eval",
+             "rocm": "your GEAK-eval checkout: pass --path /path/to/GEAK-eval",
+             "kernelbench": "your KernelBench checkout: pass --path /path/to/KernelBench",
+             "tritonbench-t": "your TritonBench checkout: pass --path /path/to/TritonBench"}
 
 
 def reference_cannot_run(reason: str) -> bool:
@@ -35,21 +45,28 @@ def load_suite_tasks(suite: str, path: str | Path | None) -> tuple[list[Task], l
     """(tasks, [(file, reason) for files that could not become tasks])."""
     if suite == "builtin":
         return list_builtin_tasks(), []
-    if suite in ("tritonbench-revised", "rocm"):
+    if suite in CHECKOUTS:
         if path is None:
-            raise SuiteUsageError(f"--suite {suite} reads your GEAK-eval checkout: pass --path /path/to/GEAK-eval")
-        from .geak import SuiteError, load_suite
+            raise SuiteUsageError(f"--suite {suite} reads {CHECKOUTS[suite]}")
+        from . import geak, kernelbench, tritonbench_t
 
         try:
-            return load_suite(suite, path)
-        except SuiteError as exc:
+            if suite == "kernelbench":
+                return kernelbench.load_suite(path)
+            if suite == "tritonbench-t":
+                return tritonbench_t.load_suite(path)
+            return geak.load_suite(suite, path)
+        except geak.SuiteError as exc:
             raise SuiteUsageError(str(exc)) from None
     raise SuiteUsageError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
 
 
 def candidate_for(task: Task, candidates: str) -> Path | None:
-    """The file judged for `task`: `<dir>/<task>.py`, or the suite's own reference."""
+    """The file judged for `task`: `<dir>/<task>.py`, or the suite's own reference (None for suites
+    whose reference is not a Triton implementation)."""
     if candidates == REFERENCE:
+        if task.suite in NO_TRITON_REFERENCE:
+            return None
         return task.reference_impl or task.triton_reference
     path = Path(candidates) / f"{task.name}.py"
     return path if path.is_file() else None
@@ -117,8 +134,10 @@ def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: st
             not_run.append(Record(task.name, "unsupported", str(path) if path else None,
                                   f"needs {task.requires_backend}: {task.requires_reason}"))
         elif path is None:
-            reason = ("the suite has no reference file for it" if candidates == REFERENCE
-                      else f"no {task.name}.py in {candidates}")
+            if candidates != REFERENCE:
+                reason = f"no {task.name}.py in {candidates}"
+            else:
+                reason = NO_TRITON_REFERENCE.get(task.suite, "the suite has no reference file for it")
             not_run.append(Record(task.name, "missing", None, reason))
         else:
             to_judge.append((task, path))

@@ -1,0 +1,197 @@
+"""Adapter for KernelBench (ScalingIntelligence/KernelBench), read from the user's own checkout.
+
+Layout: `KernelBench/level{1,2,3,4}/<N>_<Name>.py`. Each file defines `class Model(nn.Module)`,
+`get_inputs()` (the forward inputs, at the file's own module-level sizes) and `get_init_inputs()`
+(the constructor arguments). A candidate is a file defining `class ModelNew(nn.Module)`, built with
+the same constructor arguments, whose forward must compute with the candidate's own Triton kernels.
+
+Judged as KernelBench does: inputs come from `get_inputs()` under the case seed, both models are
+constructed under the same fixed seed (so their parameters match) and moved to the judged device,
+and outputs must agree within atol = rtol = 1e-2 (KernelBench's tolerance, for every dtype).
+Construction is not timed: each implementation builds its model once and keeps it. The
+performance case is the same call at the file's own sizes. KernelBench ships no Triton reference:
+the reference is the file's PyTorch `Model`.
+
+Task names are identifier-safe: `level1/19_ReLU.py` becomes `L1_19_ReLU` (candidate `L1_19_ReLU.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from ..tasks.model import FLOAT_DTYPES, Case, EntryPoint, Task, Tolerance
+from .geak import SuiteError, exec_module, seed_everything
+
+DATA_DIR = "KernelBench"
+# KernelBench seeds model construction with a fixed seed on both sides so that the weights match.
+CONSTRUCTION_SEED = 42
+# KernelBench's correctness check: torch.allclose(out, ref, atol=1e-02, rtol=1e-02).
+KERNELBENCH_TOLERANCE = Tolerance(1e-2, 1e-2)
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+NO_TRITON_REFERENCE = "KernelBench ships no Triton reference (its reference is the PyTorch Model)"
+
+INSTRUCTION = """\
+Write `ModelNew`, a drop-in replacement for the PyTorch `Model` below, using custom Triton kernels
+(`@triton.jit`) for its computation. ModelNew must be an `nn.Module` constructed with the same
+arguments as Model (`get_init_inputs()`), its `forward` must take the same inputs (`get_inputs()`)
+and return the same outputs within atol = rtol = 1e-2. Parameters are created under the same
+random seed as Model's, so create them in the same order with the same shapes. The work must be
+done by your own Triton kernels: a ModelNew that only calls PyTorch operators fails.
+Reply with one complete Python file (imports included) defining ModelNew.
+
+The reference ({relpath}):
+
+```python
+{source}
+```
+"""
+
+
+def task_name(relpath: str) -> str:
+    """`level1/19_ReLU.py` -> `L1_19_ReLU` (a valid identifier and file stem)."""
+    level, _, stem = relpath.removesuffix(".py").partition("/")
+    name = f"L{level.removeprefix('level')}_{stem}"
+    return re.sub(r"\W", "_", name)
+
+
+def data_root(path: str | Path) -> Path:
+    """Accept the KernelBench repository, its `KernelBench` data folder, or a folder inside it;
+    return the folder that holds `level1`, `level2`, ..."""
+    path = Path(path).expanduser().resolve()
+    for candidate in (path, *path.parents):
+        for folder in (candidate / DATA_DIR, candidate):
+            if folder.is_dir() and any(folder.glob("level*/")):
+                return folder
+    raise SuiteError(f"{path} is not a KernelBench checkout (no KernelBench/level1 ... folders in it or above it)")
+
+
+def benchmark_files(root: Path) -> list[str]:
+    """Paths relative to the data folder (`level1/19_ReLU.py`), levels and files in natural order."""
+    def natural(p: Path) -> tuple:
+        return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.as_posix()))
+
+    files = [p for p in root.glob("level*/*.py") if p.name != "__init__.py"]
+    return [p.relative_to(root).as_posix() for p in sorted(files, key=natural)]
+
+
+def _check_defines(tree: ast.Module, path: Path) -> None:
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    missing = [name for name in REQUIRED if name not in defined]
+    if missing:
+        raise SuiteError(f"{path.name} does not define {', '.join(missing)}")
+
+
+@dataclass
+class KernelBenchImpl:
+    """A model class (reference `Model` or candidate `ModelNew`) plus the benchmark file's input
+    functions; the module is built once per device and kept (construction is not timed)."""
+
+    model_cls: type
+    inputs: dict[str, Any]
+    _models: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def model(self, device) -> Any:
+        key = str(device)
+        if key not in self._models:
+            seed_everything(CONSTRUCTION_SEED)
+            init = self.inputs["get_init_inputs"]()
+            seed_everything(CONSTRUCTION_SEED)  # KernelBench seeds right before each construction
+            # Built on the CPU and moved, like KernelBench: the weights do not depend on the device's RNG.
+            self._models[key] = self.model_cls(*init).to(device)
+        return self._models[key]
+
+
+def _loader(reference_path: Path) -> Callable[[str, str], KernelBenchImpl]:
+    def load(path: str, module_name: str) -> KernelBenchImpl:
+        # The benchmark file's get_inputs/get_init_inputs, in a namespace of their own: in a
+        # candidate's process they must not depend on anything the candidate file defines.
+        namespace: dict[str, Any] = {"__name__": "kernelwright_kernelbench_inputs", "__file__": str(reference_path)}
+        exec(compile(reference_path.read_text(), str(reference_path), "exec"), namespace)  # noqa: S102 - benchmark code
+        module = exec_module(module_name, Path(path).read_text(), path)
+        # The reference side judges the file's own Model; a candidate must bring ModelNew.
+        wanted = "ModelNew" if module_name == "candidate" else "Model"
+        cls = getattr(module, wanted, None)
+        if not isinstance(cls, type):
+            raise AttributeError(f"{Path(path).name} does not define a class `{wanted}`")
+        return KernelBenchImpl(cls, namespace)
+
+    return load
+
+
+def _bind(impl: KernelBenchImpl, kind: str, case: Case, gen) -> tuple[Callable, tuple]:
+    import torch
+
+    device = gen.device
+    model = impl.model(device)  # first, so that construction never shifts the inputs' RNG stream
+    seed_everything(gen.initial_seed())
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in impl.inputs["get_inputs"]()]
+
+    def forward(*args):
+        with torch.no_grad():  # KernelBench evaluates without autograd
+            return model(*args)
+
+    return forward, tuple(inputs)
+
+
+def kernelbench_task(root: Path, relpath: str) -> Task:
+    path = root / relpath
+    source = path.read_text()
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise SuiteError(f"{relpath} does not parse: {exc.msg} at line {exc.lineno}") from None
+    _check_defines(tree, path)
+    level = relpath.split("/", 1)[0]
+    return Task(
+        name=task_name(relpath),
+        instruction=INSTRUCTION.format(relpath=relpath, source=source.strip()),
+        entry_point=EntryPoint("ModelNew", "class ModelNew(nn.Module): __init__(*get_init_inputs()); "
+                                           "forward(*get_inputs())"),
+        make_inputs=lambda case, gen: (),
+        reference=lambda: None,
+        # One case at the file's own sizes; the judge runs it under every seed (KernelBench: 5 trials).
+        visible_cases=[Case("any", label="get_inputs() at the file's sizes")],
+        hidden_cases=[],
+        perf_cases=[Case("any", label="get_inputs() at the file's sizes")],
+        source_path=path,
+        tolerances={dtype: KERNELBENCH_TOLERANCE for dtype in FLOAT_DTYPES},
+        reference_in_float64=False,  # KernelBench compares with the model in its own precision
+        tags=("kernelbench", level),
+        ref=f"kernelbench:{root}::{relpath}",
+        load_impl=_loader(path),
+        bind=_bind,
+        reference_impl=path,  # the judge's reference side runs its Model; it is not a Triton reference
+        suite="kernelbench",
+    )
+
+
+@lru_cache(maxsize=None)
+def _cached(root: str, relpath: str) -> Task:
+    return kernelbench_task(Path(root), relpath)
+
+
+def _from_ref(rest: str) -> Task:
+    root, _, relpath = rest.rpartition("::")
+    return _cached(root, relpath)
+
+
+ADAPTER_LOADERS = {"kernelbench": _from_ref}
+
+
+def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
+    """All KernelBench tasks of a checkout, and (file, reason) for every file that could not become
+    a task: nothing is dropped silently."""
+    root = data_root(path)
+    tasks, problems = [], []
+    for relpath in benchmark_files(root):
+        try:
+            tasks.append(_cached(str(root), relpath))
+        except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
+            problems.append((relpath, f"{type(exc).__name__}: {exc}"))
+    return tasks, problems
