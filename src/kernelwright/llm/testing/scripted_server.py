@@ -238,17 +238,29 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             headers = {name.lower(): value for name, value in self.headers.items()}
             request = RecordedRequest(protocol, self.path, headers, body)
             answer = server._begin(request)
-            try:
-                self._respond(protocol, request, answer)
-            finally:
-                server._end()
+            ended = False
 
-        def _respond(self, protocol: str, request: RecordedRequest, answer: Answer | None) -> None:
+            def end_once() -> None:
+                nonlocal ended
+                if not ended:
+                    ended = True
+                    server._end()
+
+            try:
+                self._respond(protocol, request, answer, end_once)
+            finally:
+                end_once()
+
+        def _respond(self, protocol: str, request: RecordedRequest, answer: Answer | None,
+                     before_reply: Any) -> None:
             if answer is None:
                 answer = Answer(status=400, message="scripted server: the script has no answer "
                                                     "left for this request")
             if answer.delay_s:
                 time.sleep(answer.delay_s)
+            # A request stops being in flight before the first byte of its reply: once the client
+            # has the reply it may start its next request, which must not overlap this one's count.
+            before_reply()
             if answer.drop_connection:
                 self.close_connection = True
                 self.connection.shutdown(2)  # the client sees the socket closed, no response
