@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU acceptance needs, in one device call (device time is scarce):
-#   bash benchmarks/run_on_device.sh [tests|throughput|precision|all]...
+#   bash benchmarks/run_on_device.sh [tests|cli|throughput|suites|precision|all]...
+#   suites: SUITES="tb rocm builtin" picks suites, TB_LIMIT/ROCM_LIMIT/BUILTIN_LIMIT cap seconds,
+#           WPD sets workers per GPU, SUITE_FLAGS adds judge-suite flags.
 # Logs and JSON land in $OUT (or ./out when run elsewhere).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -18,14 +20,19 @@ for step in $steps; do
       python3 -m kernelwright eval src/kernelwright/suites/builtin/triton_refs/softmax.py --task softmax 2>&1 | tee "$OUT/eval_softmax.txt"
       python3 -m kernelwright eval tests/candidates/vector_add/side_stream.py --task vector_add --json > "$OUT/eval_side_stream.json"; echo "exit $?" ;;&
     suites|all)
-      # GEAK-eval data travels in the git-ignored .geak/ folder (carried, never committed)
-      TB="add_value,add_example,vector_addition,softmax_triton1,matmul_kernel,layer_norm_triton,rms_norm_triton,rmsnorm_triton,isfinite_kernel,rowwise_quantization_triton,token_attn_reduceV,chunk_delta_fwd,flash_attn,cross_entropy1,swiglu_fwd,rotary_emb,embedding_triton_kernel,dropout_triton,int8_quantization,triton_matmul,log_softmax,seeded_dropout,relu_triton_kernel,sin_kernel,matrix_transpose,max_reduction,mean_reduction,kldiv_compute,fast_layernorm,triton_argmax"
-      { timeout 170 python3 -m kernelwright judge-suite --suite builtin --candidates reference --out "$OUT/builtin.jsonl";
-        timeout 220 python3 -m kernelwright judge-suite --suite tritonbench-revised --path .geak/GEAK-eval --candidates reference \
-          --tasks "$TB" --workers-per-device 4 --timeout-scale 0.3 --out "$OUT/tb.jsonl";
-        timeout 90 python3 -m kernelwright judge-suite --suite rocm --path .geak/GEAK-eval --candidates reference \
-          --tasks naive_softmax,softmax,layernorm,test_add_kernel,rmsnorm_fwd --timeout-scale 0.3 --out "$OUT/rocm.jsonl";
-      } > "$OUT/suites.log" 2>&1; tail -60 "$OUT/suites.log" ;;&
+      # GEAK-eval data travels in the git-ignored .geak/ folder (carried, never committed).
+      # A results file carried back in .results/ resumes an interrupted run (the runner is resumable).
+      for spec in "tritonbench-revised tb ${TB_LIMIT:-540}" "rocm rocm ${ROCM_LIMIT:-300}" "builtin builtin ${BUILTIN_LIMIT:-240}"; do
+        set -- $spec
+        case " ${SUITES:-tb rocm builtin} " in *" $2 "*) ;; *) continue ;; esac
+        [ -f ".results/$2.jsonl" ] && cp ".results/$2.jsonl" "$OUT/$2.jsonl"
+        extra=(); [ "$1" = builtin ] || extra=(--path .geak/GEAK-eval)
+        start=$SECONDS; timeout "$3" python3 -m kernelwright judge-suite --suite "$1" "${extra[@]}" \
+          --candidates reference --workers-per-device "${WPD:-4}" --timeout-scale 0.3 ${SUITE_FLAGS:-} \
+          --out "$OUT/$2.jsonl" > "$OUT/$2.log" 2>&1
+        echo "exit $? after $((SECONDS - start)) s" >> "$OUT/$2.log"; tail -16 "$OUT/$2.log"
+        python3 benchmarks/suite_profile.py "$OUT/$2.jsonl"
+      done ;;&
     precision|all)
       timeout 250 python3 benchmarks/timing_precision.py --blocks 10 --repeats 2 --out "$OUT/precision.json" 2>&1 | tail -40 ;;
   esac

@@ -123,7 +123,7 @@ def judge_suite_command(
                           "results": [r.__dict__ for r in store.records.values()],
                           "unreadable_files": problems}, indent=2, default=str))
     else:
-        console.print(format_table(summary), markup=False, highlight=False)
+        console.print(format_table(summary), markup=False, highlight=False, soft_wrap=True)
         console.print(f"results: {out}  ({len(store.records)} tasks recorded, {wall:.0f} s)")
     if interrupted:
         err.print(f"[yellow]interrupted[/]: every finished task is saved in {out}; rerun the same command to resume")

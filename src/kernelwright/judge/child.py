@@ -422,7 +422,9 @@ class Harness:
             if self.is_gpu:
                 torch.cuda.empty_cache()
             impl = self.entry if self.role == "candidate" else self.baseline
+            t0 = self._perf_counter()
             self.perf_sets = [self._bound(impl, "perf_cases", msg["case"], s) for s in msg["seeds"]]
+            inputs_s = self._perf_counter() - t0
             if self.flush_buffer is None:
                 self.flush_buffer = self._empty(int(msg["flush_bytes"]), dtype=torch.uint8, device=self.device)
             warm_ms = float(msg.get("warmup_ms", 25.0))
@@ -436,10 +438,13 @@ class Harness:
                 if calls >= 1000:
                     break
             self._sync()
+            t1 = self._perf_counter()
             times = self._timed_calls(5)
             flush_ms = self._flush_ms(3)
             gaps = self._escape_gaps(5) if self.is_gpu else [0.0]
             self.send({"op": "perf_prepare", "ok": True, "est_ms": float(sorted(times)[len(times) // 2]),
+                       "phase_s": {"inputs": round(inputs_s, 4), "warmup": round(t1 - t0 - inputs_s, 4),
+                                   "probe": round(self._perf_counter() - t1, 4)},
                        "flush_ms": flush_ms,
                        # host latency only ever adds to a gap: the minimum is the cleanest reading
                        "gap_ms": float(min(gaps)),
@@ -521,12 +526,15 @@ class Harness:
 
     def op_time_block(self, msg: dict) -> None:
         try:
+            t0 = self._perf_counter()
             if msg.get("replace_seed") is not None:
                 self._replace_inputs(int(msg["replace_seed"]))
+            t1 = self._perf_counter()
             before = self.counter.own
             times = self._timed_calls(int(msg["n"]))
             self.send({"op": "time_block", "ok": True, "times_ms": times,
-                       "launches": self.counter.own - before})
+                       "launches": self.counter.own - before,
+                       "phase_s": {"replace": round(t1 - t0, 4), "timed": round(self._perf_counter() - t1, 4)}})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("time_block", exc))
 

@@ -294,13 +294,19 @@ class Worker:
             baseline_path = str(task.triton_reference) if opts.get("baseline") == "triton" else None
             if opts.get("baseline") == "triton" and task.triton_reference is None:
                 raise JudgeError(f"task {task.name} has no Triton reference to use as the baseline")
+            mark = time.monotonic()
             ref = self._reference_child(task, baseline_path, opts["load_timeout"])
             cand = self._candidate_child(task)
+            verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
+            mark = time.monotonic()
             with device_lock(self.device, exclusive=False):
+                verdict.stage_seconds["wait_shared"] = round(time.monotonic() - mark, 3)
                 self._run_call_and_correctness(task, ref, cand, verdict, opts)
             if opts.get("perf") and task.perf_cases:
                 verdict.stage = "performance"
+                mark = time.monotonic()
                 with device_lock(self.device, exclusive=True):
+                    verdict.stage_seconds["wait_exclusive"] = round(time.monotonic() - mark, 3)
                     self._run_performance(task, ref, cand, verdict, opts)
             verdict.stage, verdict.reason = PASSED, "passed"
             if verdict.flags:
@@ -492,6 +498,7 @@ class Worker:
                 continue
             label = f"perf case {case.label}"
             seed = verdict.seeds[0] + 7919 * (pi + 1)
+            marks = [time.monotonic()]  # phase boundaries: where a suite's perf time goes
             # 1. the perf shape must be computed correctly too (at sampled positions)
             expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"]},
                                  timeout, f"computing {label}", stage)
@@ -499,6 +506,7 @@ class Worker:
                                    "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
                             timeout, f"running {label}", stage)
             self._check_spot(task, label, expected, got, compare_tensor)
+            marks.append(time.monotonic())
 
             # 2. warm both sides up on rotating input sets, then time interleaved blocks
             seeds = [seed + k for k in range(opts["perf_input_sets"])]
@@ -506,6 +514,7 @@ class Worker:
                         "warmup_ms": opts["warmup_ms"]}
             ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
             cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
+            marks.append(time.monotonic())
             if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
                 raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
                                  f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)")
@@ -520,6 +529,8 @@ class Worker:
                 raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed "
                                  "stream finished (side streams or threads escaping the timer)")
             ref_blocks, cand_blocks = [], []
+            child_s = {f"{who}_{k}": v for who, prep in (("ref", ref_prep), ("cand", cand_prep))
+                       for k, v in prep.get("phase_s", {}).items()}
             for b in range(opts["perf_blocks"]):
                 order = [(ref, ref_blocks, cand), (cand, cand_blocks, ref)]
                 for side, blocks, other in (order if b % 2 == 0 else order[::-1]):
@@ -533,17 +544,24 @@ class Worker:
                         raise CaseFailed(stage, f"{label}: only {block['launches']} kernel launches in {n} "
                                          "timed calls (results cached across calls?)")
                     blocks.append(block["times_ms"])
+                    for k, v in block.get("phase_s", {}).items():
+                        child_s[f"block_{k}"] = round(child_s.get(f"block_{k}", 0.0) + v, 4)
+            marks.append(time.monotonic())
             for side in (ref, cand):
                 self._ask(side, {"op": "perf_release"}, timeout, "releasing perf inputs", stage)
+            marks.append(time.monotonic())
 
             timing = case_timing(ref_blocks, cand_blocks, opts["resolution"])
             timings.append(timing)
+            phases = dict(zip(("spot", "prepare", "blocks", "release"),
+                              (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
             result = CaseResult("performance", case.label, case.to_dict(), True, seeds=seeds,
-                                ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
+                                seconds=round(marks[-1] - marks[0], 4), ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
                                 ci95=[timing.ci_low, timing.ci_high],
                                 timing={"calls_per_block": n, "blocks": opts["perf_blocks"],
                                         "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
-                                        "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]}})
+                                        "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
+                                        "phase_s": phases, "child_phase_s": child_s})
             verdict.cases.append(result)
             if spec is not None and task.cost is not None:
                 bound = roofline_ms(spec, task.cost(case), case.dtype)

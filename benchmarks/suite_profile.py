@@ -1,0 +1,105 @@
+"""Where a judge-suite run spent its time, and how close a reference-vs-reference run came to 1.0.
+
+    python benchmarks/suite_profile.py RESULTS.jsonl [--json]
+
+Reads the per-task JSONL that `kernelwright judge-suite` writes (it is never modified) and prints:
+  * task outcomes (passed / failed by stage / not run) with the first line of every failure reason;
+  * summed stage seconds (reference load, lock waits, call, correctness, performance) and, for
+    the performance stage, the summed phases (spot check, warm-up, timing blocks, release) and
+    the per-perf-case mean;
+  * for a `--candidates reference` run: per-task speedups, the median and max |speedup - 1|, and how
+    many per-task 95% intervals cover 1.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import Counter, defaultdict
+from pathlib import Path
+
+
+def load(path: Path) -> list[dict]:
+    records = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            records[record["task"]] = record  # a resumed run may re-record a task: the last line wins
+    return list(records.values())
+
+
+def profile(records: list[dict]) -> dict:
+    outcomes: Counter = Counter()
+    failures = []
+    stages: dict[str, float] = defaultdict(float)
+    phases: dict[str, float] = defaultdict(float)
+    child_phases: dict[str, float] = defaultdict(float)
+    perf_cases = 0
+    speedups = []
+    for record in records:
+        verdict = record.get("verdict")
+        if not verdict:
+            outcomes["not run"] += 1
+            failures.append((record["task"], "not run", record.get("reason", "")))
+            continue
+        outcomes[verdict["stage"]] += 1
+        if verdict["stage"] != "passed":
+            failures.append((record["task"], verdict["stage"], (verdict.get("reason") or "").splitlines()[0][:200]))
+        for name, seconds in (verdict.get("stage_seconds") or {}).items():
+            stages[name] += seconds
+        for case in verdict.get("cases", []):
+            timing = case.get("timing") or {}
+            if case.get("kind") == "performance" and timing.get("phase_s"):
+                perf_cases += 1
+                for name, seconds in timing["phase_s"].items():
+                    phases[name] += seconds
+                for name, seconds in (timing.get("child_phase_s") or {}).items():
+                    child_phases[name] += seconds
+        if verdict["stage"] == "passed" and verdict.get("speedup") is not None:
+            low, high = verdict.get("speedup_ci95") or (None, None)
+            speedups.append({"task": record["task"], "speedup": verdict["speedup"], "ci95": [low, high],
+                             "covers_1": low is not None and low <= 1.0 <= high})
+    deviations = [abs(s["speedup"] - 1.0) for s in speedups]
+    return {
+        "tasks": len(records),
+        "outcomes": dict(outcomes),
+        "failures": failures,
+        "stage_seconds": {k: round(v, 1) for k, v in sorted(stages.items())},
+        "perf_cases_timed": perf_cases,
+        "perf_phase_seconds": {k: round(v, 1) for k, v in phases.items()},
+        "perf_child_phase_seconds": {k: round(v, 1) for k, v in child_phases.items()},
+        "perf_seconds_per_case": round(sum(phases.values()) / perf_cases, 3) if perf_cases else None,
+        "speedups": speedups,
+        "median_abs_dev": round(statistics.median(deviations), 4) if deviations else None,
+        "max_abs_dev": round(max(deviations), 4) if deviations else None,
+        "ci_covers_1": f"{sum(s['covers_1'] for s in speedups)}/{len(speedups)}",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report = profile(load(args.results))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"{report['tasks']} tasks: " + ", ".join(f"{k} {v}" for k, v in sorted(report["outcomes"].items())))
+    for task, stage, reason in report["failures"]:
+        print(f"  {task:40s} {stage:12s} {reason}")
+    print("stage seconds (summed over tasks):", report["stage_seconds"])
+    print(f"perf cases timed: {report['perf_cases_timed']}, {report['perf_seconds_per_case']} s each; "
+          f"phases {report['perf_phase_seconds']}")
+    print("  inside the children:", report["perf_child_phase_seconds"])
+    if report["speedups"]:
+        worst = sorted(report["speedups"], key=lambda s: -abs(s["speedup"] - 1.0))[:8]
+        print(f"speedup over {len(report['speedups'])} passed tasks: median |s-1| {report['median_abs_dev']}, "
+              f"max {report['max_abs_dev']}, 95% CI covers 1.0 in {report['ci_covers_1']}")
+        for s in worst:
+            print(f"  {s['task']:40s} {s['speedup']:.4f}  CI [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]")
+
+
+if __name__ == "__main__":
+    main()
