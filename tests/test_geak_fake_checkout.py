@@ -119,3 +119,39 @@ def test_judged_like_geak_but_stricter(checkout, candidate, stage, reason):
     assert reason in verdict.reason
     if stage == "passed":
         assert verdict.speedup is not None and len([c for c in verdict.cases if c.kind == "performance"]) == 2
+
+
+HALF = KERNEL.replace("mask = offsets < N", "mask = offsets < N // 2")  # leaves half the output unwritten
+
+
+@pytest.fixture(scope="module")
+def half_checkout(tmp_path_factory):
+    """A golden that writes only the first half of its torch.empty output: GEAK-eval passes it
+    because fresh memory tends to be zero; the judge must neither fail it nor compare garbage."""
+    root = tmp_path_factory.mktemp("GEAK-eval-half")
+    data = root / TRITONBENCH_DIR
+    data.mkdir(parents=True)
+    (data / "add_value.py").write_text(HALF.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST)
+    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
+    perf = root / TRITONBENCH_PERF_DIR
+    perf.mkdir(parents=True)
+    (perf / "add_value_perf.py").write_text(PERF)
+    cands = root / "candidates"
+    cands.mkdir()
+    (cands / "full.py").write_text(KERNEL.replace("VALUE", "10"))           # writes everything: fine
+    (cands / "wrong_half.py").write_text(HALF.replace("VALUE", "11"))       # wrong where defined
+    return root
+
+
+@pytest.mark.parametrize("candidate,stage", [(None, "passed"), ("full.py", "passed"),
+                                             ("wrong_half.py", "correctness")])
+def test_reference_with_unwritten_outputs(half_checkout, candidate, stage):
+    (task,), _ = load_suite("tritonbench-revised", half_checkout)
+    options = JudgeOptions(seeds=2, perf=True, perf_blocks=2, block_ms=3, warmup_ms=3, min_calls_per_block=2)
+    path = task.reference_impl if candidate is None else half_checkout / "candidates" / candidate
+    with JudgePool("cpu", workers=1, options=options) as pool:
+        verdict = pool.judge(task, path)
+    assert verdict.stage == stage, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    if stage == "passed":
+        assert any("uninitialised memory" in flag for flag in verdict.flags), verdict.flags
+        assert verdict.speedup is not None

@@ -16,7 +16,6 @@ stdout and stderr go to a log file that the worker reads as text, never as resul
 
 from __future__ import annotations
 
-import gc
 import os
 import random
 import sys
@@ -172,6 +171,7 @@ class Harness:
         self.baseline: Callable | None = None
         self.counter = LaunchCounter(None)
         self.poison_outputs = False
+        self.poison_byte = POISON_BYTE
         self.perf_sets: list[tuple] = []
         self.flush_buffer = None
         self._pad = None
@@ -244,6 +244,9 @@ class Harness:
                 self._load_candidate(msg["path"])
             else:
                 task = self.task
+                # Same allocator wrappers as the candidate: equal host overhead on both sides, and
+                # a foreign reference can be probed for outputs it leaves unwritten.
+                self._install_poisoning_allocators()
                 if task.reference_impl is not None:  # a golden implementation (suite adapters)
                     self.entry = task.load_implementation(str(task.reference_impl), "kernelwright_reference")
                 else:
@@ -280,7 +283,7 @@ class Harness:
             def poisoned(*args, _original=original, **kwargs):
                 result = _original(*args, **kwargs)
                 if harness.poison_outputs and isinstance(result, torch.Tensor) and result.numel():
-                    result.untyped_storage().fill_(POISON_BYTE)
+                    result.untyped_storage().fill_(harness.poison_byte)
                 return result
 
             setattr(owner, name, poisoned)
@@ -294,7 +297,7 @@ class Harness:
         blocks = [self._empty(int(n), dtype=torch.uint8, device="cuda") for n in sizes if n > 0]
         blocks.append(self._empty(FREE_MEMORY_POISON_BYTES, dtype=torch.uint8, device="cuda"))
         for b in blocks:
-            b.fill_(POISON_BYTE)
+            b.fill_(self.poison_byte)
         del blocks
 
     # -- inputs ----------------------------------------------------------------------------
@@ -336,10 +339,67 @@ class Harness:
             else:
                 reference = native
             self._sync()
-            return {"op": "run", "ok": True, "reference": reference, "meta": meta,
-                    "inputs": self._tensor_args(args)}
+            reply = {"op": "run", "ok": True, "reference": reference, "meta": meta,
+                     "inputs": self._tensor_args(args)}
+            if self.task.reference_impl is not None:
+                # Foreign code (a golden kernel, a user's model) may leave outputs unwritten or read
+                # memory it never initialised; it then "passes" only because fresh memory is zero.
+                # Run it again on poisoned memory: the positions that change are undefined.
+                fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+                reply["undefined"] = self._undefined_positions(fn, args, reference, meta)
+            return reply
         except BaseException as exc:  # noqa: BLE001
             return self._error("run", exc, reference_failed=True)
+
+    def _undefined_positions(self, fn: Callable, args: tuple, clean: list, meta: list[dict]) -> list:
+        """Per output, a bool mask of the positions whose value changed when the same call ran on
+        poisoned memory (None where nothing changed). Outputs that are not comparable tensors of
+        the same shape get None: they are compared as usual."""
+        torch = self.torch
+        runs = []
+        # Two poisons: 0xFF (NaN, -1) and 0x00. A position the call really writes holds the same
+        # value in all three runs; one that depends on uninitialised memory differs somewhere
+        # (stale memory in the clean run can itself be NaN, so one poison is not enough).
+        for byte in (POISON_BYTE, 0x00):
+            self.poison_byte = byte
+            self._poison_free_memory([m["nbytes"] for m in meta])
+            self.poison_outputs = True
+            try:
+                runs.append(flatten_outputs(fn(*args), torch))
+                self._sync()
+            finally:
+                self.poison_outputs = False
+                self.poison_byte = POISON_BYTE
+        masks = []
+        for i, ref in enumerate(clean):
+            others = [run[i] if i < len(run) else None for run in runs]
+            if not isinstance(ref, torch.Tensor) or any(
+                    not isinstance(o, torch.Tensor) or o.shape != ref.shape or o.dtype != ref.dtype for o in others):
+                masks.append(None)
+                continue
+            mask = torch.zeros(ref.shape, dtype=torch.bool, device=ref.device)
+            for a, b in ((ref, others[0]), (ref, others[1]), (others[0], others[1])):
+                if ref.is_floating_point() or ref.is_complex():
+                    tol = self.task.tolerance_for(wire.dtype_name(ref.dtype))
+                    same = torch.isclose(a.to(torch.float64), b.to(torch.float64), rtol=tol.rtol, atol=tol.atol,
+                                         equal_nan=True)
+                else:
+                    same = a == b
+                mask |= ~same
+            masks.append(mask.to("cpu") if bool(mask.any()) else None)
+        return masks
+
+    def _seed_globals(self, seed: int) -> None:
+        """Adapter code draws random inputs from the global generators (GEAK perf ops build their
+        tensors inside the call): seed them so both sides see the same inputs."""
+        random.seed(seed)
+        self.torch.manual_seed(seed)
+        try:
+            import numpy
+
+            numpy.random.seed(seed % (2**32))
+        except ImportError:
+            pass
 
     def _call_candidate(self, fn: Callable, args: tuple, poison_sizes: list[int]) -> tuple[list, int, float]:
         self._poison_free_memory(poison_sizes)
@@ -379,6 +439,10 @@ class Harness:
         torch = self.torch
         try:
             fn, args = self._bound(self.entry, "perf_cases", msg["case"], msg["seed"])
+            adapter = self.task.bind is not None
+            if adapter:
+                self._seed_globals(int(msg["seed"]))
+            undefined = None
             if self.role == "candidate":
                 outputs, launches, _ = self._call_candidate(fn, args, msg.get("poison_sizes", []))
                 positions = msg["positions"]
@@ -396,6 +460,12 @@ class Harness:
                 count = int(msg.get("samples", 4096))
                 positions = [torch.randint(0, max(t.numel(), 1), (min(count, t.numel()),), generator=rng).tolist()
                              for t in outputs]
+                if self.task.reference_impl is not None:
+                    if adapter:
+                        self._seed_globals(int(msg["seed"]))
+                    fn, args = self._bound(self.entry, "perf_cases", msg["case"], msg["seed"])
+                    metas = native_meta or [{"nbytes": t.numel() * t.element_size()} for t in outputs]
+                    undefined = self._undefined_positions(fn, args, outputs, metas)
             samples, nan_counts, metas = [], [], []
             for t, pos in zip(outputs, positions):
                 flat = t.reshape(-1)
@@ -406,6 +476,13 @@ class Harness:
                               "nbytes": t.numel() * t.element_size()})
             reply = {"op": "spot", "ok": True, "samples": samples, "positions": positions,
                      "nan_counts": nan_counts, "meta": metas, "launches": launches}
+            if undefined is not None:
+                # sampled positions whose reference value is undefined, and how many undefined
+                # positions each output has (the candidate may hold NaN there)
+                reply["undefined_samples"] = [
+                    (mask.reshape(-1)[torch.tensor(pos, dtype=torch.long)] if mask is not None and len(pos)
+                     else None) for mask, pos in zip(undefined, positions)]
+                reply["undefined_counts"] = [int(m.sum()) if m is not None else 0 for m in undefined]
             if self.role != "candidate":
                 reply["native_meta"] = native_meta or metas
             del outputs, args
@@ -417,8 +494,7 @@ class Harness:
         """Make the rotating input sets, warm up, and estimate the time of one call."""
         torch = self.torch
         try:
-            self.perf_sets = []
-            gc.collect()
+            self.perf_sets = []  # no gc.collect() here: it costs ~0.1 s per perf case
             if self.is_gpu:
                 torch.cuda.empty_cache()
             impl = self.entry if self.role == "candidate" else self.baseline
@@ -541,7 +617,6 @@ class Harness:
     def op_perf_release(self, msg: dict) -> None:
         self.perf_sets = []
         self._pad = None
-        gc.collect()
         if self.is_gpu:
             self.torch.cuda.empty_cache()
         self.send({"op": "perf_release", "ok": True})

@@ -170,9 +170,11 @@ class GeakImpl:
     def perf_metrics(self) -> Any:
         """The perf script's `performance_metrics` object with its inputs made (once)."""
         if self._perf is None:
-            golden = self.module if self.is_reference else geak_compat.unavailable_module(
-                f"{GOLDEN_PACKAGE}.{self.stem}", "reference code never runs in a candidate's process")
-            geak_compat.install({self.stem: self.module, f"{GOLDEN_PACKAGE}.{self.stem}": golden})
+            # Perf scripts import the golden module under its package name as `<op>_ref`, and some
+            # `call_op`s call it (apply_penalty's second `call_op` times the golden). In each process
+            # both names resolve to that process's own implementation: a candidate's process never
+            # holds reference code, and the candidate side always times the candidate.
+            geak_compat.install({self.stem: self.module, f"{GOLDEN_PACKAGE}.{self.stem}": self.module})
             script = exec_module(f"kernelwright_perf_{self.stem}", self.perf_script.read_text(),
                                  str(self.perf_script))
             perf = script.performance_metrics()
