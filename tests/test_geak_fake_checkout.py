@@ -155,3 +155,32 @@ def test_reference_with_unwritten_outputs(half_checkout, candidate, stage):
     if stage == "passed":
         assert any("uninitialised memory" in flag for flag in verdict.flags), verdict.flags
         assert verdict.speedup is not None
+
+
+STICKY = KERNEL.replace("def puzzle1(x: torch.Tensor):\n", '''_broken = []
+
+
+def puzzle1(x: torch.Tensor):
+    # Like a GPU fault: once it has read poisoned scratch memory, every later call fails too.
+    if _broken:
+        raise RuntimeError("sticky error: the context is broken")
+    scratch = torch.empty(64)
+    if torch.isnan(scratch).all():
+        _broken.append(True)
+        raise RuntimeError("read poisoned memory")
+''')
+
+
+def test_reference_that_breaks_on_poison_is_judged_without_probes(tmp_path):
+    root = tmp_path / "GEAK-eval"
+    data = root / TRITONBENCH_DIR
+    data.mkdir(parents=True)
+    (data / "add_value.py").write_text(STICKY.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST)
+    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
+    (tmp_path / "full.py").write_text(KERNEL.replace("VALUE", "10"))
+    (task,), _ = load_suite("tritonbench-revised", root)
+    options = JudgeOptions(seeds=2, perf=False)
+    with JudgePool("cpu", workers=1, options=options) as pool:
+        verdict = pool.judge(task, tmp_path / "full.py")
+    assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    assert any("not probed" in flag and "read poisoned memory" in flag for flag in verdict.flags), verdict.flags

@@ -165,16 +165,21 @@ class Harness:
             self._record = torch.cuda.Event.record
             self._elapsed = torch.cuda.Event.elapsed_time
             self._sync = torch.cuda.synchronize
+            self._sleep = getattr(torch.cuda, "_sleep", None)  # a GPU spin of N clock cycles
         else:
+            self._sleep = None
             self._sync = lambda: None
         self.entry: Callable | None = None
         self.baseline: Callable | None = None
         self.counter = LaunchCounter(None)
         self.poison_outputs = False
         self.poison_byte = POISON_BYTE
+        self.probe_disabled = False
         self.perf_sets: list[tuple] = []
         self.flush_buffer = None
         self._pad = None
+        self.pad_cycles = 0
+        self._cycles_per_ms: float | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
     def send(self, obj: Any) -> None:
@@ -341,15 +346,27 @@ class Harness:
             self._sync()
             reply = {"op": "run", "ok": True, "reference": reference, "meta": meta,
                      "inputs": self._tensor_args(args)}
-            if self.task.reference_impl is not None:
+            if self._should_probe(item):
                 # Foreign code (a golden kernel, a user's model) may leave outputs unwritten or read
                 # memory it never initialised; it then "passes" only because fresh memory is zero.
                 # Run it again on poisoned memory: the positions that change are undefined.
-                fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
-                reply["undefined"] = self._undefined_positions(fn, args, reference, meta)
+                try:
+                    fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+                    reply["undefined"] = self._undefined_positions(fn, args, reference, meta)
+                except BaseException as exc:  # noqa: BLE001 - the clean values above still stand
+                    reply["probe_failed"] = self._probe_failed(exc)
             return reply
         except BaseException as exc:  # noqa: BLE001
             return self._error("run", exc, reference_failed=True)
+
+    def _should_probe(self, msg: dict) -> bool:
+        return self.task.reference_impl is not None and msg.get("probe", True) and not self.probe_disabled
+
+    def _probe_failed(self, exc: BaseException) -> str:
+        """Poisoned memory made the reference itself fail (garbage indices, say). Probing stops in
+        this process; the worker re-judges the task without probes if the process is now unusable."""
+        self.probe_disabled = True
+        return "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]
 
     def _undefined_positions(self, fn: Callable, args: tuple, clean: list, meta: list[dict]) -> list:
         """Per output, a bool mask of the positions whose value changed when the same call ran on
@@ -442,7 +459,7 @@ class Harness:
             adapter = self.task.bind is not None
             if adapter:
                 self._seed_globals(int(msg["seed"]))
-            undefined = None
+            undefined = probe_failed = None
             if self.role == "candidate":
                 outputs, launches, _ = self._call_candidate(fn, args, msg.get("poison_sizes", []))
                 positions = msg["positions"]
@@ -460,12 +477,15 @@ class Harness:
                 count = int(msg.get("samples", 4096))
                 positions = [torch.randint(0, max(t.numel(), 1), (min(count, t.numel()),), generator=rng).tolist()
                              for t in outputs]
-                if self.task.reference_impl is not None:
-                    if adapter:
-                        self._seed_globals(int(msg["seed"]))
-                    fn, args = self._bound(self.entry, "perf_cases", msg["case"], msg["seed"])
-                    metas = native_meta or [{"nbytes": t.numel() * t.element_size()} for t in outputs]
-                    undefined = self._undefined_positions(fn, args, outputs, metas)
+                if self._should_probe(msg):
+                    try:
+                        if adapter:
+                            self._seed_globals(int(msg["seed"]))
+                        fn, args = self._bound(self.entry, "perf_cases", msg["case"], msg["seed"])
+                        metas = native_meta or [{"nbytes": t.numel() * t.element_size()} for t in outputs]
+                        undefined = self._undefined_positions(fn, args, outputs, metas)
+                    except BaseException as exc:  # noqa: BLE001
+                        probe_failed = self._probe_failed(exc)
             samples, nan_counts, metas = [], [], []
             for t, pos in zip(outputs, positions):
                 flat = t.reshape(-1)
@@ -483,6 +503,8 @@ class Harness:
                     (mask.reshape(-1)[torch.tensor(pos, dtype=torch.long)] if mask is not None and len(pos)
                      else None) for mask, pos in zip(undefined, positions)]
                 reply["undefined_counts"] = [int(m.sum()) if m is not None else 0 for m in undefined]
+            if probe_failed:
+                reply["probe_failed"] = probe_failed
             if self.role != "candidate":
                 reply["native_meta"] = native_meta or metas
             del outputs, args
@@ -507,37 +529,62 @@ class Harness:
             start = self._perf_counter()
             calls = 0
             before = self.counter.own
+            host_ms = []
             while calls < 3 or (self._perf_counter() - start) * 1e3 < warm_ms:
                 fn, args = self.perf_sets[calls % len(self.perf_sets)]
+                t = self._perf_counter()
                 fn(*args)
+                host_ms.append((self._perf_counter() - t) * 1e3)
                 calls += 1
                 if calls >= 1000:
                     break
             self._sync()
+            steady = sorted(host_ms[1:] or host_ms)  # the first call may still allocate or compile
+            pad_ms = self._host_pad_ms(steady[len(steady) // 2])
             t1 = self._perf_counter()
-            times = self._timed_calls(5)
+            times = self._timed_calls(5, pad_ms)
             flush_ms = self._flush_ms(3)
             gaps = self._escape_gaps(5) if self.is_gpu else [0.0]
             self.send({"op": "perf_prepare", "ok": True, "est_ms": float(sorted(times)[len(times) // 2]),
                        "phase_s": {"inputs": round(inputs_s, 4), "warmup": round(t1 - t0 - inputs_s, 4),
                                    "probe": round(self._perf_counter() - t1, 4)},
-                       "flush_ms": flush_ms,
+                       "flush_ms": flush_ms, "pad_ms": pad_ms, "host_ms": float(sorted(host_ms)[len(host_ms) // 2]),
                        # host latency only ever adds to a gap: the minimum is the cleanest reading
                        "gap_ms": float(min(gaps)),
                        "warmup_launches": self.counter.own - before, "warmup_calls": calls})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("perf_prepare", exc))
 
-    def _timed_calls(self, n: int) -> list[float]:
+    def _host_pad_ms(self, host_ms: float) -> float:
+        """GPU time to queue ahead of each timed call so the kernel is already enqueued when the
+        start event fires: otherwise host-side launch time (slow under CPU load, e.g. other
+        workers compiling) would be measured as kernel time. Twice the host's time per call."""
+        if self._sleep is None:
+            return 0.0
+        if self._cycles_per_ms is None:
+            start, end = self._event_cls(enable_timing=True), self._event_cls(enable_timing=True)
+            self._sleep(1000)  # first use: load the spin kernel
+            self._sync()
+            self._record(start)
+            self._sleep(2_000_000)
+            self._record(end)
+            self._sync()
+            self._cycles_per_ms = 2_000_000 / max(self._elapsed(start, end), 1e-3)
+        return min(2.0 * host_ms + 0.02, 5.0)
+
+    def _timed_calls(self, n: int, pad_ms: float = 0.0) -> list[float]:
         """Per-call device time in ms. The L2 is flushed before every call (the flush also keeps
         the GPU busy while the host enqueues the call, so launch latency is not counted)."""
         sets, flush = self.perf_sets, self.flush_buffer
         if self.is_gpu:
             events = [(self._event_cls(enable_timing=True), self._event_cls(enable_timing=True))
                       for _ in range(n)]
+            cycles = int(pad_ms * self._cycles_per_ms) if pad_ms > 0 and self._cycles_per_ms else 0
             for i in range(n):
                 fn, args = sets[i % len(sets)]
                 flush.zero_()
+                if cycles:
+                    self._sleep(cycles)
                 self._record(events[i][0])
                 fn(*args)
                 self._record(events[i][1])
@@ -607,7 +654,7 @@ class Harness:
                 self._replace_inputs(int(msg["replace_seed"]))
             t1 = self._perf_counter()
             before = self.counter.own
-            times = self._timed_calls(int(msg["n"]))
+            times = self._timed_calls(int(msg["n"]), float(msg.get("pad_ms", 0.0)))
             self.send({"op": "time_block", "ok": True, "times_ms": times,
                        "launches": self.counter.own - before,
                        "phase_s": {"replace": round(t1 - t0, 4), "timed": round(self._perf_counter() - t1, 4)}})

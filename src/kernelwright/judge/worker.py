@@ -220,18 +220,31 @@ def classify_error(text: str) -> str:
 def device_lock(device: str, exclusive: bool):
     """A reader-writer lock per GPU, shared by every worker and every kernelwright run on this
     machine: checking correctness takes it shared, timing takes it exclusive, so a measurement
-    never overlaps anyone else's work on that GPU."""
+    never overlaps anyone else's work on that GPU.
+
+    flock alone lets readers starve a writer (with several workers some check is nearly always
+    running, and timing waited minutes). Every taker first passes a turnstile lock; a writer keeps
+    holding it until it has the GPU, so new readers queue behind a waiting writer."""
     if device == "cpu":
         yield
         return
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES") or "0"
-    path = os.path.join(tempfile.gettempdir(), f"kernelwright-gpu-{visible.replace(',', '_')}.lock")
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    base = os.path.join(tempfile.gettempdir(), f"kernelwright-gpu-{visible.replace(',', '_')}")
+    with open(base + ".lock", "a") as lock, open(base + ".turnstile", "a") as turnstile:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class ProbeFailed(Exception):
+    """The reference failed on poisoned memory and its process may be unusable: judge again
+    without probes."""
 
 
 class Worker:
@@ -241,6 +254,8 @@ class Worker:
         self.spare: ChildProcess | None = None
         self.references: dict[tuple, ChildProcess] = {}
         self.info: dict[str, Any] = {}
+        self.no_probe: dict[str, str] = {}  # task ref -> why its reference is not probed
+        self._probe_failures: list[str] = []
 
     # -- children ---------------------------------------------------------------------------
     def _child_options(self, role: str) -> dict:
@@ -296,10 +311,23 @@ class Worker:
     # -- the cascade ------------------------------------------------------------------------
     def judge(self, request: dict) -> dict:
         from ..tasks import load_task_ref
+
+        task = load_task_ref(request["task_ref"])
+        try:
+            return self._judge(task, request)
+        except ProbeFailed as exc:
+            self.no_probe[task.ref] = str(exc)
+            for child in self.references.values():  # its CUDA context may be broken
+                child.close()
+                child.remove_log()
+            self.references.clear()
+            return self._judge(task, request)
+
+    def _judge(self, task, request: dict) -> dict:
         from .verdict import JUDGE_ERROR, PASSED, Verdict
 
-        opts = request["options"]
-        task = load_task_ref(request["task_ref"])
+        opts = dict(request["options"], probe=task.ref not in self.no_probe)
+        self._probe_failures = []
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
                           correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
                           baseline=opts.get("baseline", "torch"))
@@ -310,14 +338,18 @@ class Worker:
             baseline_path = str(task.triton_reference) if opts.get("baseline") == "triton" else None
             if opts.get("baseline") == "triton" and task.triton_reference is None:
                 raise JudgeError(f"task {task.name} has no Triton reference to use as the baseline")
-            mark = time.monotonic()
-            ref = self._reference_child(task, baseline_path, opts["load_timeout"])
-            cand = self._candidate_child(task)
-            verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
+            if task.ref in self.no_probe:
+                verdict.flags.append("the reference failed on poisoned memory, so it was not probed for "
+                                     f"outputs it leaves unwritten ({self.no_probe[task.ref]})")
             mark = time.monotonic()
             measure = bool(opts.get("perf") and task.perf_cases)
             with device_lock(self.device, exclusive=False):
                 verdict.stage_seconds["wait_shared"] = round(time.monotonic() - mark, 3)
+                # foreign reference code may touch the GPU at import: loaded under the lock too
+                mark = time.monotonic()
+                ref = self._reference_child(task, baseline_path, opts["load_timeout"])
+                cand = self._candidate_child(task)
+                verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
                 self._run_call_and_correctness(task, ref, cand, verdict, opts)
                 if measure:
                     # Correctness at perf sizes, and with it the JIT compilation and autotuning at
@@ -330,15 +362,22 @@ class Worker:
                 with device_lock(self.device, exclusive=True):
                     verdict.stage_seconds["wait_exclusive"] = round(time.monotonic() - mark, 3)
                     self._run_performance(task, ref, cand, verdict, opts, checked)
+            if self._probe_failures:
+                verdict.flags.append("the reference failed on poisoned memory, so it was not fully probed for "
+                                     f"outputs it leaves unwritten ({self._probe_failures[0]})")
             verdict.stage, verdict.reason = PASSED, "passed"
             if verdict.flags:
                 verdict.reason = "passed with notes: " + "; ".join(verdict.flags)
+        except ProbeFailed:
+            raise
         except CaseFailed as failure:
             verdict.stage, verdict.reason = failure.stage, failure.reason
             verdict.detail, verdict.log_tail = failure.detail, failure.log_tail or verdict.log_tail
             if failure.stage == "performance":
                 verdict.speedup = verdict.speedup_geomean = verdict.speedup_ci95 = None
         except JudgeError as exc:
+            if self._probe_failures and opts.get("probe", True):
+                raise ProbeFailed(self._probe_failures[0]) from None  # judged again, without probes
             verdict.stage, verdict.reason = JUDGE_ERROR, str(exc).splitlines()[0]
             verdict.detail = str(exc)
         except Exception as exc:  # noqa: BLE001 - a bug in the judge must not lose the verdict
@@ -407,7 +446,7 @@ class Worker:
                                                 "skipped: the Triton interpreter computes this dtype incorrectly"))
                 continue
             for k, seed in enumerate(verdict.seeds):
-                items.append({"case": ci, "seed": seed, "repeat": k == 0})
+                items.append({"case": ci, "seed": seed, "repeat": k == 0, "probe": opts.get("probe", True)})
                 labels.append(f"case {case.label} (seed {seed})")
         if not items:
             raise JudgeError("no correctness case can run on this device")
@@ -427,6 +466,8 @@ class Worker:
                     pending = 0
                     raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind) from None
                 pending -= 1
+                if expected.get("probe_failed"):
+                    self._probe_failures.append(expected["probe_failed"])
                 if not expected.get("ok"):
                     pending = 0  # the reference stops streaming after an error
                     raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
@@ -533,8 +574,11 @@ class Worker:
             label = f"perf case {case.label}"
             seed = self._perf_seed(verdict, pi)
             mark = time.monotonic()
-            expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"]},
+            expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
+                                       "probe": opts.get("probe", True)},
                                  timeout, f"computing {label}", "performance")
+            if expected.get("probe_failed"):
+                self._probe_failures.append(expected["probe_failed"])
             got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
                                    "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
                             timeout, f"running {label}", "performance")
@@ -570,12 +614,15 @@ class Worker:
                         "warmup_ms": opts["warmup_ms"]}
             ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
             cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
+            # Both sides get the same GPU-side pad before each timed call (the larger host need).
+            pad = {"pad_ms": max(ref_prep.get("pad_ms", 0.0), cand_prep.get("pad_ms", 0.0))}
             marks.append(time.monotonic())
             if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
                 raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
                                  f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)")
             # one timed call costs the kernel plus the L2 flush before it
-            est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0)
+            pad_ms = max(ref_prep.get("pad_ms", 0.0), cand_prep.get("pad_ms", 0.0))
+            est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0) + pad_ms
             # At least one input set is used twice per block: a result cached by address is caught.
             n = int(min(opts["max_calls_per_block"], max(opts["min_calls_per_block"], opts["perf_input_sets"] + 1,
                                                            math.ceil(opts["block_ms"] / est))))
@@ -593,7 +640,7 @@ class Worker:
                 for side, blocks, other in (order if b % 2 == 0 else order[::-1]):
                     other.pause()
                     try:
-                        block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed * 131 + b},
+                        block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed * 131 + b, **pad},
                                           timeout, f"timing {label}", stage)
                     finally:
                         other.resume()
@@ -618,6 +665,7 @@ class Worker:
                                 timing={"calls_per_block": n, "blocks": opts["perf_blocks"],
                                         "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                         "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
+                                        "pad_ms": pad["pad_ms"],
                                         "phase_s": phases, "child_phase_s": child_s})
             verdict.cases.append(result)
             if spec is not None and task.cost is not None:
