@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import Pipe
 from pathlib import Path
@@ -192,12 +193,16 @@ class JudgePool:
             self._free.put(i)
         self._lock = threading.Lock()
         self.device_info: dict = {}
+        # Workers die with the *thread* that started them (PR_SET_PDEATHSIG follows the thread),
+        # so they are all started from one thread that lives as long as the pool; a judge_many
+        # thread that ends must not take its workers with it.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelwright-spawner")
 
     # -- workers ----------------------------------------------------------------------------
     def _worker(self, index: int) -> WorkerHandle:
         handle = self._workers[index]
         if handle is None or handle.process.poll() is not None:
-            handle = WorkerHandle(self.backend, index % self.n_devices, self.options)
+            handle = self._spawner.submit(WorkerHandle, self.backend, index % self.n_devices, self.options).result()
             self._workers[index] = handle
             with self._lock:
                 self.device_info = dict(handle.info)
@@ -214,6 +219,7 @@ class JudgePool:
             if handle is not None:
                 handle.close()
                 self._workers[i] = None
+        self._spawner.shutdown(wait=True)
 
     def __enter__(self) -> "JudgePool":
         return self
