@@ -329,9 +329,12 @@ class Harness:
                 reply = self._run_candidate_item(item)
             else:
                 reply = self._run_reference_item(item)
+            reply_ok = bool(reply.get("ok"))
             self.send(reply)
-            if not reply.get("ok"):
-                return  # the worker stops at the first failure
+            del reply
+            if not reply_ok:
+                break  # the worker stops at the first failure
+        self._release_cached_memory()
 
     def _run_reference_item(self, item: dict) -> dict:
         try:
@@ -358,6 +361,12 @@ class Harness:
             return reply
         except BaseException as exc:  # noqa: BLE001
             return self._error("run", exc, reference_failed=True)
+
+    def _release_cached_memory(self) -> None:
+        """Give the allocator's cached blocks back to the driver after work at a new size: an idle
+        process holding gigabytes would make another worker's large shape run out of memory."""
+        if self.is_gpu:
+            self.torch.cuda.empty_cache()
 
     def _should_probe(self, msg: dict) -> bool:
         return self.task.reference_impl is not None and msg.get("probe", True) and not self.probe_disabled
@@ -509,6 +518,8 @@ class Harness:
                 reply["native_meta"] = native_meta or metas
             del outputs, args
             self.send(reply)
+            del reply
+            self._release_cached_memory()
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("spot", exc))
 
@@ -547,6 +558,7 @@ class Harness:
             gaps = self._escape_gaps(5) if self.is_gpu else [0.0]
             self.send({"op": "perf_prepare", "ok": True, "est_ms": float(sorted(times)[len(times) // 2]),
                        "phase_s": {"inputs": round(inputs_s, 4), "warmup": round(t1 - t0 - inputs_s, 4),
+                                   "first_call": round(host_ms[0] / 1e3, 4),
                                    "probe": round(self._perf_counter() - t1, 4)},
                        "flush_ms": flush_ms, "pad_ms": pad_ms, "host_ms": float(sorted(host_ms)[len(host_ms) // 2]),
                        # host latency only ever adds to a gap: the minimum is the cleanest reading

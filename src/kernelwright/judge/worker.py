@@ -551,15 +551,14 @@ class Worker:
     def _perf_seed(verdict, pi: int) -> int:
         return verdict.seeds[0] + 7919 * (pi + 1)
 
-    def _check_perf_cases(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts) -> dict[int, float]:
+    def _check_perf_cases(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts) -> dict[int, float | None]:
         """Check every perf case that will be timed at sampled output positions (a perf shape must
-        be computed correctly too). Returns {perf case index: seconds the check took}; cases that
-        are not timed are recorded with the reason."""
-        from .compare import compare_tensor
+        be computed correctly too). Returns {perf case index: seconds the check took, or None when
+        it ran out of memory and must be checked under the exclusive lock}; cases that are not
+        timed are recorded with the reason."""
         from .verdict import CaseResult
 
         started = time.monotonic()
-        timeout = opts["perf_timeout"]
         checked: dict[int, float] = {}
         timed = perf_subset(len(task.perf_cases), opts.get("max_perf_cases"))
         for pi, case in enumerate(task.perf_cases):
@@ -571,24 +570,39 @@ class Worker:
                 verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
                                                 "skipped: the Triton interpreter computes this dtype incorrectly"))
                 continue
-            label = f"perf case {case.label}"
-            seed = self._perf_seed(verdict, pi)
             mark = time.monotonic()
-            expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
-                                       "probe": opts.get("probe", True)},
-                                 timeout, f"computing {label}", "performance")
-            if expected.get("probe_failed"):
-                self._probe_failures.append(expected["probe_failed"])
-            got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
-                                   "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
-                            timeout, f"running {label}", "performance")
-            self._check_spot(task, label, expected, got, compare_tensor)
+            try:
+                self._spot_check(task, ref, cand, verdict, opts, pi)
+            except (CaseFailed, JudgeError) as exc:
+                # Other workers' processes hold GPU memory during the shared phase: a shape that
+                # does not fit now is checked again while this worker has the GPU to itself.
+                if "out of memory" not in str(exc).lower():
+                    raise
+                checked[pi] = None
+                continue
             checked[pi] = round(time.monotonic() - mark, 4)
         verdict.stage_seconds["perf_check"] = round(time.monotonic() - started, 3)
         return checked
 
+    def _spot_check(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int) -> None:
+        """One perf case computed by both sides and compared at sampled positions."""
+        from .compare import compare_tensor
+
+        label = f"perf case {task.perf_cases[pi].label}"
+        seed = self._perf_seed(verdict, pi)
+        timeout = opts["perf_timeout"]
+        expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
+                                   "probe": opts.get("probe", True)},
+                             timeout, f"computing {label}", "performance")
+        if expected.get("probe_failed"):
+            self._probe_failures.append(expected["probe_failed"])
+        got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
+                               "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
+                        timeout, f"running {label}", "performance")
+        self._check_spot(task, label, expected, got, compare_tensor)
+
     def _run_performance(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts,
-                         checked: dict[int, float]) -> None:
+                         checked: dict[int, float | None]) -> None:
         """Time the checked perf cases: reference and candidate blocks interleaved, exclusive GPU."""
         from .hardware import roofline_ms, spec_for
         from .stats import aggregate, case_timing
@@ -606,6 +620,10 @@ class Worker:
                 continue
             label = f"perf case {case.label}"
             seed = self._perf_seed(verdict, pi)
+            if checked[pi] is None:  # ran out of memory next to other workers: check it now, alone
+                mark = time.monotonic()
+                self._spot_check(task, ref, cand, verdict, opts, pi)
+                checked[pi] = round(time.monotonic() - mark, 4)
             marks = [time.monotonic() - checked[pi], time.monotonic()]  # phases: where a suite's perf time goes
 
             # warm both sides up on rotating input sets, then time interleaved blocks
