@@ -541,15 +541,18 @@ class Harness:
             calls = 0
             before = self.counter.own
             host_ms = []
+            # Synchronise after every call: the warm-up lasts `warm_ms` of device time. (Without it
+            # the host queued up to 1000 calls within `warm_ms` of *host* time, and a 243 ms kernel
+            # spent 55 s warming up.)
             while calls < 3 or (self._perf_counter() - start) * 1e3 < warm_ms:
                 fn, args = self.perf_sets[calls % len(self.perf_sets)]
                 t = self._perf_counter()
                 fn(*args)
                 host_ms.append((self._perf_counter() - t) * 1e3)
+                self._sync()
                 calls += 1
                 if calls >= 1000:
                     break
-            self._sync()
             steady = sorted(host_ms[1:] or host_ms)  # the first call may still allocate or compile
             pad_ms = self._host_pad_ms(steady[len(steady) // 2])
             t1 = self._perf_counter()
