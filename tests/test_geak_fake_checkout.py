@@ -184,3 +184,29 @@ def test_reference_that_breaks_on_poison_is_judged_without_probes(tmp_path):
         verdict = pool.judge(task, tmp_path / "full.py")
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     assert any("not probed" in flag and "read poisoned memory" in flag for flag in verdict.flags), verdict.flags
+
+
+LEFTOVER = KERNEL.replace("def puzzle1(x: torch.Tensor):\n", '''_calls = []
+
+
+def puzzle1(x: torch.Tensor):
+    # Like a golden that reads memory a probe left poisoned: the probes themselves (calls 3-6: two
+    # poisoned runs of a test that calls this twice) succeed, the next clean run (call 7) fails.
+    _calls.append(1)
+    if len(_calls) > 6:
+        raise RuntimeError("garbage index read from leftover memory")
+''')
+
+
+def test_reference_failing_after_a_probe_is_judged_again_without_probes(tmp_path):
+    root = tmp_path / "GEAK-eval"
+    data = root / TRITONBENCH_DIR
+    data.mkdir(parents=True)
+    (data / "add_value.py").write_text(LEFTOVER.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST)
+    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
+    (tmp_path / "full.py").write_text(KERNEL.replace("VALUE", "10"))
+    (task,), _ = load_suite("tritonbench-revised", root)
+    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=2, perf=False)) as pool:
+        verdict = pool.judge(task, tmp_path / "full.py")
+    assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    assert any("not probed" in flag and "after a probe" in flag for flag in verdict.flags), verdict.flags

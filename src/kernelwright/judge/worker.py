@@ -256,6 +256,7 @@ class Worker:
         self.info: dict[str, Any] = {}
         self.no_probe: dict[str, str] = {}  # task ref -> why its reference is not probed
         self._probe_failures: list[str] = []
+        self._probed = False
 
     # -- children ---------------------------------------------------------------------------
     def _child_options(self, role: str) -> dict:
@@ -328,6 +329,7 @@ class Worker:
 
         opts = dict(request["options"], probe=task.ref not in self.no_probe)
         self._probe_failures = []
+        self._probed = False  # whether any probe ran (a later reference failure may be its doing)
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
                           correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
                           baseline=opts.get("baseline", "torch"))
@@ -376,8 +378,12 @@ class Worker:
             if failure.stage == "performance":
                 verdict.speedup = verdict.speedup_geomean = verdict.speedup_ci95 = None
         except JudgeError as exc:
-            if self._probe_failures and opts.get("probe", True):
-                raise ProbeFailed(self._probe_failures[0]) from None  # judged again, without probes
+            # A probe can break the reference directly, or leave poisoned memory behind in its
+            # allocator that a later, clean call reads (garbage indices): either way the task is
+            # judged again in fresh processes, without probes.
+            if (self._probe_failures or self._probed) and opts.get("probe", True):
+                raise ProbeFailed(self._probe_failures[0] if self._probe_failures else
+                                  f"after a probe: {str(exc).splitlines()[0][:300]}") from None
             verdict.stage, verdict.reason = JUDGE_ERROR, str(exc).splitlines()[0]
             verdict.detail = str(exc)
         except Exception as exc:  # noqa: BLE001 - a bug in the judge must not lose the verdict
@@ -468,6 +474,7 @@ class Worker:
                 pending -= 1
                 if expected.get("probe_failed"):
                     self._probe_failures.append(expected["probe_failed"])
+                self._probed = self._probed or "undefined" in expected
                 if not expected.get("ok"):
                     pending = 0  # the reference stops streaming after an error
                     raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
@@ -596,6 +603,7 @@ class Worker:
                              timeout, f"computing {label}", "performance")
         if expected.get("probe_failed"):
             self._probe_failures.append(expected["probe_failed"])
+        self._probed = self._probed or "undefined_counts" in expected
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
                                "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
                         timeout, f"running {label}", "performance")
