@@ -210,3 +210,19 @@ def test_reference_failing_after_a_probe_is_judged_again_without_probes(tmp_path
         verdict = pool.judge(task, tmp_path / "full.py")
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     assert any("not probed" in flag and "after a probe" in flag for flag in verdict.flags), verdict.flags
+
+
+def test_test_section_that_redefines_the_kernel_does_not_replace_the_candidate(tmp_path):
+    """quantize_kv_copy.py's test section redefines its kernel and wrapper: appended to a candidate
+    (as GEAK-eval does), the golden code would run in the candidate's place."""
+    root = tmp_path / "GEAK-eval"
+    data = root / TRITONBENCH_DIR
+    data.mkdir(parents=True)
+    golden = KERNEL.replace("VALUE", "10")
+    (data / "add_value.py").write_text(golden + "\n" + "#" * 146 + "\n" + golden + "\n" + TEST)
+    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
+    (tmp_path / "wrong.py").write_text(KERNEL.replace("VALUE", "11"))
+    (task,), _ = load_suite("tritonbench-revised", root)
+    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False)) as pool:
+        verdict = pool.judge(task, tmp_path / "wrong.py")
+    assert verdict.stage == "correctness" and "outside tolerance" in verdict.reason, verdict.reason

@@ -134,3 +134,19 @@ def test_judge_suite_cli(checkout, tmp_path):
     report = json.loads(proc.stdout)
     assert [(r["task"], r["verdict"]["stage"]) for r in report["results"]] == [("shifted_tanh", "passed")]
     assert report["unreadable_files"][0][0] == "no_test.py"
+
+
+def test_test_section_that_redefines_the_operator_does_not_replace_the_candidate(tmp_path):
+    """thunlp's relu_sqrt.py redefines the operator in PyTorch after the separator: executed in the
+    candidate's module, it replaced the candidate's function and every correct candidate failed."""
+    root = tmp_path / "TritonBench"
+    data = root / DATA_DIR
+    data.mkdir(parents=True)
+    shadowing_test = TEST.replace("def test_shifted_tanh", OPERATOR.split("import torch", 1)[1] + "\n\ndef test_shifted_tanh")
+    (data / "shifted_tanh.py").write_text(OPERATOR + SEPARATOR + shadowing_test)
+    (tmp_path / "good.py").write_text(CANDIDATE.replace("SHIFT", "shift"))
+    (task,), _ = load_suite(root)
+    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False)) as pool:
+        verdict = pool.judge(task, tmp_path / "good.py")
+    assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}"
+    assert verdict.kernels.get("shifted_tanh_kernel", 0) >= 2

@@ -127,13 +127,23 @@ def exec_module(name: str, source: str, filename: str, namespace: dict | None = 
 
 
 # -- TritonBench-revised ------------------------------------------------------------------------
-def _strip_test_calls(test_code: str) -> tuple[str, str]:
+def _defined_names(code: str) -> frozenset[str]:
+    return frozenset(n.name for n in ast.parse(code).body
+                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+def _strip_test_calls(test_code: str, operator_names: frozenset[str] = frozenset()) -> tuple[str, str]:
     """Drop the module-level `result_gold = test_x()` (the judge calls the test itself) and return
-    (test code, test function name)."""
+    (test code, test function name). Definitions that shadow a name of the golden kernel code are
+    dropped too: quantize_kv_copy's test section redefines its kernel and wrapper, which would
+    replace the candidate's code with the golden's in the candidate's own module."""
     tree = ast.parse(test_code)
     test_name = None
     body = []
     for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                node.name in operator_names and not node.name.startswith("test"):
+            continue
         call = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith("test"):
             test_name = test_name or call.func.id
@@ -184,11 +194,11 @@ class GeakImpl:
         return self._perf
 
 
-def _load_tritonbench_impl(stem: str, test_code: str, perf_script: Path | None):
+def _load_tritonbench_impl(stem: str, test_code: str, perf_script: Path | None, operator_names: frozenset[str]):
     def load(path: str, module_name: str) -> GeakImpl:
         kernel_code, _ = split_source(Path(path).read_text())
         module = exec_module(module_name, portable_libdevice(kernel_code), path)
-        stripped, test_name = _strip_test_calls(test_code)
+        stripped, test_name = _strip_test_calls(test_code, operator_names)
         exec(compile(stripped, f"<{stem} test code>", "exec"), module.__dict__)  # noqa: S102
         return GeakImpl(module, module.__dict__[test_name], stem, module_name != "candidate", perf_script)
 
@@ -309,7 +319,7 @@ def tritonbench_task(root: Path, stem: str) -> Task:
     notes = []
     if test_code is None:
         raise SuiteError(f"{path}: no 146-# separator between the kernel and its test")
-    stripped, _ = _strip_test_calls(test_code)
+    stripped, _ = _strip_test_calls(test_code, _defined_names(kernel_code))
     names = _required_names(kernel_code, stripped)
     perf_cases: list[Case] = []
     if perf_script.is_file():
@@ -330,7 +340,7 @@ def tritonbench_task(root: Path, stem: str) -> Task:
         difficulty=int(info["difficulty"]) if str(info.get("difficulty", "")).isdigit() else None,
         tags=("tritonbench-revised",),
         ref=f"tritonbench-revised:{root}::{stem}",
-        load_impl=_load_tritonbench_impl(stem, test_code, perf_script),
+        load_impl=_load_tritonbench_impl(stem, test_code, perf_script, _defined_names(kernel_code)),
         bind=_bind_tritonbench,
         reference_impl=path,
         suite="tritonbench-revised",

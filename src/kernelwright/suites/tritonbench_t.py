@@ -45,15 +45,20 @@ INSTRUCTION_JSONS = ("data/TritonBench_T_comp_alpac_v1.json", "data/TritonBench_
 NO_TRITON_REFERENCE = "TritonBench-T ships no Triton reference (its reference is the PyTorch operator)"
 
 
-def _strip_module_calls(test_code: str) -> tuple[str, str]:
+def _strip_module_calls(test_code: str, operator_names: frozenset[str] = frozenset()) -> tuple[str, str]:
     """Drop the module-level statements that run the test or print (`test_results = test_x()`,
-    `print(test_results)`): the judge calls the test itself. Returns (test code, test name)."""
+    `print(test_results)`): the judge calls the test itself. Also drop definitions that shadow a
+    name of the operator code: some test sections redefine the operator in PyTorch (relu_sqrt.py),
+    which would replace the candidate's function with the golden one. Returns (test code, test name)."""
     tree = ast.parse(test_code)
     names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
     if not names:
         raise SuiteError("no test_* function after the separator")
     body = []
     for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                node.name in operator_names and node.name not in names:
+            continue
         call = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and (
                 call.func.id in names or call.func.id == "print"):
@@ -226,7 +231,9 @@ def tritonbench_t_task(root: Path, stem: str) -> Task:
     code, test_code = split_source(path.read_text())
     if test_code is None:
         raise SuiteError(f"{path.name}: no 146-# separator between the operator and its test")
-    stripped, test_name = _strip_module_calls(test_code)
+    operator_names = frozenset(n.name for n in ast.parse(code).body
+                               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    stripped, test_name = _strip_module_calls(test_code, operator_names)
     names = _required_names(code, stripped)
     if not names:
         raise SuiteError(f"{path.name}: defines no function for the test to call")
