@@ -154,3 +154,21 @@ def test_judge_suite_cli_end_to_end(checkout, tmp_path):
     assert missing.returncode == 0, missing.stderr
     (record,) = json.loads(missing.stdout)["results"]
     assert record["status"] == "missing" and f"no L2_7_Linear_ScaledReLU.py in {cands}" == record["reason"]
+
+
+def test_problem_files_are_chosen_like_kernelbench(tmp_path):
+    """The real repository keeps superseded `<N>_..._OLD.py` files next to the fixed ones and
+    non-problem files (`level9/*_reference.py`) in level folders: neither becomes a task, and
+    both are reported with the reason."""
+    level = tmp_path / "KernelBench" / "level3"
+    level.mkdir(parents=True)
+    (level / "7_Linear_ScaledReLU.py").write_text(REFERENCE_FILE)
+    (level / "7_Linear_ScaledReLU_OLD.py").write_text(REFERENCE_FILE)
+    (level / "9_Only_OLD.py").write_text(REFERENCE_FILE)  # no fixed version: still a problem
+    (level / "rotary_reference.py").write_text(REFERENCE_FILE)
+    tasks, problems = load_suite(tmp_path)
+    assert [t.name for t in tasks] == ["L3_7_Linear_ScaledReLU", "L3_9_Only_OLD"]
+    assert dict(problems) == {
+        "level3/7_Linear_ScaledReLU_OLD.py": "superseded by the fixed problem 7 in level3",
+        "level3/rotary_reference.py": "not a problem file: its name does not start with the problem number",
+    }

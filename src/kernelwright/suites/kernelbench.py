@@ -1,7 +1,7 @@
 """Adapter for KernelBench (ScalingIntelligence/KernelBench), read from the user's own checkout.
 
-Layout: `KernelBench/level{1,2,3,4}/<N>_<Name>.py`. Each file defines `class Model(nn.Module)`,
-`get_inputs()` (the forward inputs, at the file's own module-level sizes) and `get_init_inputs()`
+Layout: `KernelBench/level<L>/<N>_<Name>.py` (levels 1-4, and any later ones). Each file defines
+`class Model(nn.Module)`, `get_inputs()` (the forward inputs, at the file's own module-level sizes) and `get_init_inputs()`
 (the constructor arguments). A candidate is a file defining `class ModelNew(nn.Module)`, built with
 the same constructor arguments, whose forward must compute with the candidate's own Triton kernels.
 
@@ -70,13 +70,31 @@ def data_root(path: str | Path) -> Path:
     raise SuiteError(f"{path} is not a KernelBench checkout (no KernelBench/level1 ... folders in it or above it)")
 
 
-def benchmark_files(root: Path) -> list[str]:
-    """Paths relative to the data folder (`level1/19_ReLU.py`), levels and files in natural order."""
+PROBLEM_FILE = re.compile(r"(\d+)_.+\.py")
+
+
+def benchmark_files(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """Problem files relative to the data folder (`level1/19_ReLU.py`), levels and files in natural
+    order, and (file, reason) for every Python file of a level folder that is not one, as
+    KernelBench's own loader decides: a problem file's name starts with its number, and a file
+    kept as `<N>_..._OLD.py` next to the fixed `<N>_...py` is superseded."""
     def natural(p: Path) -> tuple:
         return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.as_posix()))
 
-    files = [p for p in root.glob("level*/*.py") if p.name != "__init__.py"]
-    return [p.relative_to(root).as_posix() for p in sorted(files, key=natural)]
+    files = sorted((p for p in root.glob("level*/*.py") if p.name != "__init__.py"), key=natural)
+    current = {(p.parent.name, PROBLEM_FILE.fullmatch(p.name).group(1)) for p in files
+               if PROBLEM_FILE.fullmatch(p.name) and not p.stem.endswith("_OLD")}
+    chosen, skipped = [], []
+    for p in files:
+        relpath = p.relative_to(root).as_posix()
+        match = PROBLEM_FILE.fullmatch(p.name)
+        if not match:
+            skipped.append((relpath, "not a problem file: its name does not start with the problem number"))
+        elif p.stem.endswith("_OLD") and (p.parent.name, match.group(1)) in current:
+            skipped.append((relpath, f"superseded by the fixed problem {match.group(1)} in {p.parent.name}"))
+        else:
+            chosen.append(relpath)
+    return chosen, skipped
 
 
 def _check_defines(tree: ast.Module, path: Path) -> None:
@@ -188,8 +206,9 @@ def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
     """All KernelBench tasks of a checkout, and (file, reason) for every file that could not become
     a task: nothing is dropped silently."""
     root = data_root(path)
-    tasks, problems = [], []
-    for relpath in benchmark_files(root):
+    files, skipped = benchmark_files(root)
+    tasks, problems = [], list(skipped)
+    for relpath in files:
         try:
             tasks.append(_cached(str(root), relpath))
         except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
