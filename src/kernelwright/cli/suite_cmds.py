@@ -97,7 +97,7 @@ def judge_suite_command(
                 err.print(f"resuming {out}: {work.already_done} task(s) already judged")
             counts = {"passed": 0, "failed": 0, "not run": 0}
             with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), console=err,
+                          TextColumn("tasks  {task.fields[counts]}"), TimeElapsedColumn(), console=err,
                           disable=as_json) as progress:
                 bar = progress.add_task(f"{suite} ({pool.backend})", total=len(work.to_judge) + len(work.not_run),
                                         counts="")
@@ -106,7 +106,7 @@ def judge_suite_command(
                     key = ("passed" if record.verdict and record.verdict["stage"] == "passed"
                            else "failed" if record.status == "judged" else "not run")
                     counts[key] += 1
-                    progress.update(bar, advance=1, counts=" ".join(f"{k} {v}" for k, v in counts.items()))
+                    progress.update(bar, advance=1, counts="  ".join(f"{k}: {v}" for k, v in counts.items()))
 
                 run_suite(work, store, pool, on_record)
     except DeviceUnavailable as exc:
