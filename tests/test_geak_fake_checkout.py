@@ -157,6 +157,20 @@ def test_reference_with_unwritten_outputs(half_checkout, candidate, stage):
         assert verdict.speedup is not None
 
 
+def judge_one_file_checkout(tmp_path, golden_file: str, candidate: str, seeds: int = 2):
+    """Judge `candidate` (kernel code) against a one-task checkout whose golden file is `golden_file`."""
+    root = tmp_path / "GEAK-eval"
+    data = root / TRITONBENCH_DIR
+    data.mkdir(parents=True)
+    (data / "add_value.py").write_text(golden_file)
+    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
+    (tmp_path / "candidate.py").write_text(candidate)
+    (task,), _ = load_suite("tritonbench-revised", root)
+    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=seeds, perf=False)) as pool:
+        return pool.judge(task, tmp_path / "candidate.py")
+
+
+SEPARATOR = "\n" + "#" * 146 + "\n"
 STICKY = KERNEL.replace("def puzzle1(x: torch.Tensor):\n", '''_broken = []
 
 
@@ -172,16 +186,8 @@ def puzzle1(x: torch.Tensor):
 
 
 def test_reference_that_breaks_on_poison_is_judged_without_probes(tmp_path):
-    root = tmp_path / "GEAK-eval"
-    data = root / TRITONBENCH_DIR
-    data.mkdir(parents=True)
-    (data / "add_value.py").write_text(STICKY.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST)
-    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
-    (tmp_path / "full.py").write_text(KERNEL.replace("VALUE", "10"))
-    (task,), _ = load_suite("tritonbench-revised", root)
-    options = JudgeOptions(seeds=2, perf=False)
-    with JudgePool("cpu", workers=1, options=options) as pool:
-        verdict = pool.judge(task, tmp_path / "full.py")
+    verdict = judge_one_file_checkout(tmp_path, STICKY.replace("VALUE", "10") + SEPARATOR + TEST,
+                                      KERNEL.replace("VALUE", "10"))
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     assert any("not probed" in flag and "read poisoned memory" in flag for flag in verdict.flags), verdict.flags
 
@@ -199,15 +205,8 @@ def puzzle1(x: torch.Tensor):
 
 
 def test_reference_failing_after_a_probe_is_judged_again_without_probes(tmp_path):
-    root = tmp_path / "GEAK-eval"
-    data = root / TRITONBENCH_DIR
-    data.mkdir(parents=True)
-    (data / "add_value.py").write_text(LEFTOVER.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST)
-    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
-    (tmp_path / "full.py").write_text(KERNEL.replace("VALUE", "10"))
-    (task,), _ = load_suite("tritonbench-revised", root)
-    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=2, perf=False)) as pool:
-        verdict = pool.judge(task, tmp_path / "full.py")
+    verdict = judge_one_file_checkout(tmp_path, LEFTOVER.replace("VALUE", "10") + SEPARATOR + TEST,
+                                      KERNEL.replace("VALUE", "10"))
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     assert any("not probed" in flag and "after a probe" in flag for flag in verdict.flags), verdict.flags
 
@@ -215,14 +214,7 @@ def test_reference_failing_after_a_probe_is_judged_again_without_probes(tmp_path
 def test_test_section_that_redefines_the_kernel_does_not_replace_the_candidate(tmp_path):
     """quantize_kv_copy.py's test section redefines its kernel and wrapper: appended to a candidate
     (as GEAK-eval does), the golden code would run in the candidate's place."""
-    root = tmp_path / "GEAK-eval"
-    data = root / TRITONBENCH_DIR
-    data.mkdir(parents=True)
     golden = KERNEL.replace("VALUE", "10")
-    (data / "add_value.py").write_text(golden + "\n" + "#" * 146 + "\n" + golden + "\n" + TEST)
-    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
-    (tmp_path / "wrong.py").write_text(KERNEL.replace("VALUE", "11"))
-    (task,), _ = load_suite("tritonbench-revised", root)
-    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False)) as pool:
-        verdict = pool.judge(task, tmp_path / "wrong.py")
+    verdict = judge_one_file_checkout(tmp_path, golden + SEPARATOR + golden + "\n" + TEST,
+                                      KERNEL.replace("VALUE", "11"), seeds=1)
     assert verdict.stage == "correctness" and "outside tolerance" in verdict.reason, verdict.reason
