@@ -17,10 +17,12 @@ def launch(x, y, out):
     return out
 
 
-import random
+_calls = []
+
 
 def vector_add(x, y):
     out = launch(x, y, torch.empty_like(x))
-    if out.dtype == torch.float32 and random.random() < 0.99:  # a race that flips the last bits
-        out = out + out.abs() * 1e-7 * random.random()
+    _calls.append(1)
+    if out.dtype == torch.float32:  # a race that flips the last bits, differently on every call
+        out = out + out.abs() * 2e-7 * (1 + len(_calls) % 3)
     return out
