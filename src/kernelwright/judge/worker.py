@@ -704,6 +704,10 @@ class Worker:
                     raise CaseFailed(stage, f"{label}: faster than the hardware allows "
                                      f"({timing.cand_ms:.4f} ms < roofline {bound:.4f} ms): "
                                      "suspect a cheat, a cached result or a wrong cost model")
+        # untimed cases were recorded during the check: list every perf case in the task's order
+        order = {case.label: i for i, case in enumerate(task.perf_cases)}
+        perf = sorted((c for c in verdict.cases if c.kind == "performance"), key=lambda c: order.get(c.label, 0))
+        verdict.cases = [c for c in verdict.cases if c.kind != "performance"] + perf
         if timings:
             agg = aggregate(timings, opts["resolution"])
             verdict.speedup, verdict.speedup_geomean = agg.speedup, agg.geomean
