@@ -132,18 +132,28 @@ def _defined_names(code: str) -> frozenset[str]:
                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
 
 
+def _without_definitions(code: str, names: frozenset[str]) -> str:
+    """`code` minus its top-level functions and classes named in `names` (see _strip_test_calls)."""
+    if not names:
+        return code
+    tree = ast.parse(code)
+    kept = [n for n in tree.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                                         and n.name in names and not n.name.startswith("test"))]
+    if len(kept) == len(tree.body):
+        return code
+    tree.body = kept
+    return ast.unparse(tree)
+
+
 def _strip_test_calls(test_code: str, operator_names: frozenset[str] = frozenset()) -> tuple[str, str]:
     """Drop the module-level `result_gold = test_x()` (the judge calls the test itself) and return
     (test code, test function name). Definitions that shadow a name of the golden kernel code are
     dropped too: quantize_kv_copy's test section redefines its kernel and wrapper, which would
     replace the candidate's code with the golden's in the candidate's own module."""
-    tree = ast.parse(test_code)
+    tree = ast.parse(_without_definitions(test_code, operator_names))
     test_name = None
     body = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
-                node.name in operator_names and not node.name.startswith("test"):
-            continue
         call = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith("test"):
             test_name = test_name or call.func.id
@@ -445,7 +455,9 @@ class _Request:
         self.node = types.SimpleNamespace(name=name)
 
 
-def _load_rocm_impl(stem: str, test_code: str):
+def _load_rocm_impl(stem: str, test_code: str, operator_names: frozenset[str] = frozenset()):
+    test_code = _without_definitions(test_code, operator_names)
+
     def load(path: str, module_name: str) -> types.ModuleType:
         kernel_code, _ = split_source(Path(path).read_text())
         geak_compat.install()
@@ -523,7 +535,7 @@ def rocm_task(root: Path, stem: str) -> Task:
         source_path=path,
         tags=("rocm",),
         ref=f"rocm:{root}::{stem}",
-        load_impl=_load_rocm_impl(stem, test_code),
+        load_impl=_load_rocm_impl(stem, test_code, _defined_names(kernel_code)),
         bind=_bind_rocm,
         reference_impl=path,
         suite="rocm",

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..tasks.model import Case, EntryPoint, Task
-from .geak import (GEAK_TOLERANCES, SuiteError, _required_names, exec_module, flatten_results, seed_everything,
-                   split_source)
+from .geak import (GEAK_TOLERANCES, SuiteError, _defined_names, _required_names, _without_definitions, exec_module,
+                   flatten_results, seed_everything, split_source)
 
 DATA_DIR = "data/TritonBench_T_v1"
 STATS_JSON = "data/TritonBench_T_v1.jsonl"
@@ -50,15 +50,12 @@ def _strip_module_calls(test_code: str, operator_names: frozenset[str] = frozens
     `print(test_results)`): the judge calls the test itself. Also drop definitions that shadow a
     name of the operator code: some test sections redefine the operator in PyTorch (relu_sqrt.py),
     which would replace the candidate's function with the golden one. Returns (test code, test name)."""
-    tree = ast.parse(test_code)
+    tree = ast.parse(_without_definitions(test_code, operator_names))
     names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
     if not names:
         raise SuiteError("no test_* function after the separator")
     body = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
-                node.name in operator_names and node.name not in names:
-            continue
         call = node.value if isinstance(node, (ast.Assign, ast.Expr)) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and (
                 call.func.id in names or call.func.id == "print"):
@@ -231,9 +228,7 @@ def tritonbench_t_task(root: Path, stem: str) -> Task:
     code, test_code = split_source(path.read_text())
     if test_code is None:
         raise SuiteError(f"{path.name}: no 146-# separator between the operator and its test")
-    operator_names = frozenset(n.name for n in ast.parse(code).body
-                               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
-    stripped, test_name = _strip_module_calls(test_code, operator_names)
+    stripped, test_name = _strip_module_calls(test_code, _defined_names(code))
     names = _required_names(code, stripped)
     if not names:
         raise SuiteError(f"{path.name}: defines no function for the test to call")
