@@ -31,7 +31,7 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..tasks.model import Case, EntryPoint, Task, Tolerance
 from . import geak_compat
@@ -557,6 +557,20 @@ def _cached(factory: Callable[[Path, str], Task], root: str, stem: str) -> Task:
     return factory(Path(root), stem)
 
 
+def _load_each(factory: Callable[[Path, str], Task], root: Path,
+               files: Iterable[tuple[str, str]]) -> tuple[list[Task], list[tuple[str, str]]]:
+    """Tasks for every (key, shown name) of `files`, and (shown name, reason) for each that could
+    not become a task: one bad file must not hide the others, and none is dropped silently.
+    Shared by every adapter (KernelBench and TritonBench-T too)."""
+    tasks, problems = [], []
+    for key, shown in files:
+        try:
+            tasks.append(_cached(factory, str(root), key))
+        except Exception as exc:  # noqa: BLE001 - reported with the file, never fatal
+            problems.append((shown, f"{type(exc).__name__}: {exc}"))
+    return tasks, problems
+
+
 ADAPTER_LOADERS = {"tritonbench-revised": _from_ref(tritonbench_task), "rocm": _from_ref(rocm_task)}
 
 
@@ -566,10 +580,4 @@ def load_suite(name: str, path: str | Path) -> tuple[list[Task], list[tuple[str,
     root = checkout_root(path)
     files, factory = {"tritonbench-revised": (tritonbench_files, tritonbench_task),
                       "rocm": (rocm_files, rocm_task)}[name]
-    tasks, problems = [], []
-    for file in files(root):
-        try:
-            tasks.append(_cached(factory, str(root), file.stem))
-        except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
-            problems.append((file.name, f"{type(exc).__name__}: {exc}"))
-    return tasks, problems
+    return _load_each(factory, root, ((file.stem, file.name) for file in files(root)))

@@ -20,12 +20,11 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 from ..tasks.model import FLOAT_DTYPES, Case, EntryPoint, Task, Tolerance
-from .geak import SuiteError, exec_module, seed_everything
+from .geak import SuiteError, _from_ref, _load_each, exec_module, seed_everything
 
 DATA_DIR = "KernelBench"
 # KernelBench seeds model construction with a fixed seed on both sides so that the weights match.
@@ -189,17 +188,7 @@ def kernelbench_task(root: Path, relpath: str) -> Task:
     )
 
 
-@lru_cache(maxsize=None)
-def _cached(root: str, relpath: str) -> Task:
-    return kernelbench_task(Path(root), relpath)
-
-
-def _from_ref(rest: str) -> Task:
-    root, _, relpath = rest.rpartition("::")
-    return _cached(root, relpath)
-
-
-ADAPTER_LOADERS = {"kernelbench": _from_ref}
+ADAPTER_LOADERS = {"kernelbench": _from_ref(kernelbench_task)}
 
 
 def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
@@ -207,10 +196,5 @@ def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
     a task: nothing is dropped silently."""
     root = data_root(path)
     files, skipped = benchmark_files(root)
-    tasks, problems = [], list(skipped)
-    for relpath in files:
-        try:
-            tasks.append(_cached(str(root), relpath))
-        except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
-            problems.append((relpath, f"{type(exc).__name__}: {exc}"))
-    return tasks, problems
+    tasks, problems = _load_each(kernelbench_task, root, ((relpath, relpath) for relpath in files))
+    return tasks, skipped + problems

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..tasks.model import Case, EntryPoint, Task
-from .geak import (GEAK_TOLERANCES, SuiteError, _defined_names, _required_names, _without_definitions, exec_module,
-                   flatten_results, seed_everything, split_source)
+from .geak import (GEAK_TOLERANCES, SuiteError, _defined_names, _from_ref, _load_each, _required_names,
+                   _without_definitions, exec_module, flatten_results, seed_everything, split_source)
 
 DATA_DIR = "data/TritonBench_T_v1"
 STATS_JSON = "data/TritonBench_T_v1.jsonl"
@@ -258,27 +258,12 @@ def tritonbench_t_task(root: Path, stem: str) -> Task:
     )
 
 
-@lru_cache(maxsize=None)
-def _cached(root: str, stem: str) -> Task:
-    return tritonbench_t_task(Path(root), stem)
-
-
-def _from_ref(rest: str) -> Task:
-    root, _, stem = rest.rpartition("::")
-    return _cached(root, stem)
-
-
-ADAPTER_LOADERS = {"tritonbench-t": _from_ref}
+ADAPTER_LOADERS = {"tritonbench-t": _from_ref(tritonbench_t_task)}
 
 
 def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
     """All TritonBench-T tasks of a checkout, and (file, reason) for every file that could not
     become a task: nothing is dropped silently."""
     root = checkout_root(path)
-    tasks, problems = [], []
-    for file in sorted(p for p in (root / DATA_DIR).glob("*.py") if p.name != "__init__.py"):
-        try:
-            tasks.append(_cached(str(root), file.stem))
-        except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
-            problems.append((file.name, f"{type(exc).__name__}: {exc}"))
-    return tasks, problems
+    files = sorted(p for p in (root / DATA_DIR).glob("*.py") if p.name != "__init__.py")
+    return _load_each(tritonbench_t_task, root, ((file.stem, file.name) for file in files))
