@@ -178,7 +178,6 @@ class Harness:
         self.perf_sets: list[tuple] = []
         self.flush_buffer = None
         self._pad = None
-        self.pad_cycles = 0
         self._cycles_per_ms: float | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -415,9 +414,16 @@ class Harness:
             masks.append(mask.to("cpu") if bool(mask.any()) else None)
         return masks
 
+    def _bound_seeded(self, impl: Any, case_list: str, index: int, seed: int) -> tuple[Callable, tuple]:
+        """`_bound`, then the global generators seeded for adapter tasks: their code may draw random
+        inputs inside the call (GEAK perf ops build their tensors there), and both sides must see
+        the same ones."""
+        bound = self._bound(impl, case_list, index, seed)
+        if self.task.bind is not None:
+            self._seed_globals(int(seed))
+        return bound
+
     def _seed_globals(self, seed: int) -> None:
-        """Adapter code draws random inputs from the global generators (GEAK perf ops build their
-        tensors inside the call): seed them so both sides see the same inputs."""
         random.seed(seed)
         self.torch.manual_seed(seed)
         try:
@@ -464,10 +470,7 @@ class Harness:
         correctness check too, without shipping hundreds of megabytes."""
         torch = self.torch
         try:
-            fn, args = self._bound(self.entry, "perf_cases", msg["case"], msg["seed"])
-            adapter = self.task.bind is not None
-            if adapter:
-                self._seed_globals(int(msg["seed"]))
+            fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
             undefined = probe_failed = None
             if self.role == "candidate":
                 outputs, launches, _ = self._call_candidate(fn, args, msg.get("poison_sizes", []))
@@ -488,9 +491,7 @@ class Harness:
                              for t in outputs]
                 if self._should_probe(msg):
                     try:
-                        if adapter:
-                            self._seed_globals(int(msg["seed"]))
-                        fn, args = self._bound(self.entry, "perf_cases", msg["case"], msg["seed"])
+                        fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
                         metas = native_meta or [{"nbytes": t.numel() * t.element_size()} for t in outputs]
                         undefined = self._undefined_positions(fn, args, outputs, metas)
                     except BaseException as exc:  # noqa: BLE001

@@ -566,7 +566,7 @@ class Worker:
         from .verdict import CaseResult
 
         started = time.monotonic()
-        checked: dict[int, float] = {}
+        checked: dict[int, float | None] = {}
         timed = perf_subset(len(task.perf_cases), opts.get("max_perf_cases"))
         for pi, case in enumerate(task.perf_cases):
             if pi not in timed:
@@ -641,13 +641,12 @@ class Worker:
             ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
             cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
             # Both sides get the same GPU-side pad before each timed call (the larger host need).
-            pad = {"pad_ms": max(ref_prep.get("pad_ms", 0.0), cand_prep.get("pad_ms", 0.0))}
+            pad_ms = max(ref_prep.get("pad_ms", 0.0), cand_prep.get("pad_ms", 0.0))
             marks.append(time.monotonic())
             if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
                 raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
                                  f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)")
-            # one timed call costs the kernel plus the L2 flush before it
-            pad_ms = max(ref_prep.get("pad_ms", 0.0), cand_prep.get("pad_ms", 0.0))
+            # one timed call costs the kernel plus the L2 flush and the pad before it
             est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0) + pad_ms
             # At least one input set is used twice per block: a result cached by address is caught.
             n = int(min(opts["max_calls_per_block"], max(opts["min_calls_per_block"], opts["perf_input_sets"] + 1,
@@ -666,7 +665,8 @@ class Worker:
                 for side, blocks, other in (order if b % 2 == 0 else order[::-1]):
                     other.pause()
                     try:
-                        block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed * 131 + b, **pad},
+                        block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed * 131 + b,
+                                                 "pad_ms": pad_ms},
                                           timeout, f"timing {label}", stage)
                     finally:
                         other.resume()
@@ -691,7 +691,7 @@ class Worker:
                                 timing={"calls_per_block": n, "blocks": opts["perf_blocks"],
                                         "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                         "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
-                                        "pad_ms": pad["pad_ms"],
+                                        "pad_ms": pad_ms,
                                         "phase_s": phases, "child_phase_s": child_s})
             verdict.cases.append(result)
             if spec is not None and task.cost is not None:
