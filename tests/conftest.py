@@ -11,6 +11,18 @@ GEAK_EVAL = Path(os.environ.get("KERNELWRIGHT_GEAK_EVAL", ROOT.parent / "shared"
 _EXPECT = re.compile(r'#\s*expect:\s*(\w+)(?:\s+"([^"]*)")?')
 
 
+# Performance settings short enough for the CPU interpreter (the protocol is the same as on GPUs).
+QUICK_PERF = dict(perf=True, perf_blocks=3, block_ms=3, warmup_ms=3, min_calls_per_block=2)
+
+
+def judge_on_cpu(task, path, **options):
+    """Judge one candidate file with a one-worker interpreter pool and JudgeOptions(**options)."""
+    from kernelwright.judge import JudgeOptions, JudgePool
+
+    with JudgePool("cpu", workers=1, options=JudgeOptions(**options)) as pool:
+        return pool.judge(task, path)
+
+
 def candidate_expectations(task: str, gpu: bool) -> list[tuple[Path, str, str]]:
     """(file, expected stage, expected reason substring) for every candidate of `task` that can
     run on this kind of machine (`# requires: gpu` marks files that need a real GPU)."""

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from kernelwright.judge import JudgeOptions, JudgePool
 from kernelwright.suites.geak import TRITONBENCH_DIR, TRITONBENCH_JSON, TRITONBENCH_PERF_DIR, load_suite
+
+from .conftest import QUICK_PERF, judge_on_cpu
 
 KERNEL = '''
 import torch
@@ -109,10 +110,8 @@ def test_suite_loads_with_perf_inputs(checkout):
 ])
 def test_judged_like_geak_but_stricter(checkout, candidate, stage, reason):
     (task,), _ = load_suite("tritonbench-revised", checkout)
-    options = JudgeOptions(seeds=2, perf=True, perf_blocks=3, block_ms=3, warmup_ms=3, min_calls_per_block=2)
     path = task.reference_impl if candidate is None else checkout / "candidates" / candidate
-    with JudgePool("cpu", workers=1, options=options) as pool:
-        verdict = pool.judge(task, path)
+    verdict = judge_on_cpu(task, path, seeds=2, **QUICK_PERF)
     if stage == "call":  # a wrong value fails on the very first case: the correctness check of it
         stage = "correctness"
     assert verdict.stage == stage, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
@@ -147,10 +146,8 @@ def half_checkout(tmp_path_factory):
                                              ("wrong_half.py", "correctness")])
 def test_reference_with_unwritten_outputs(half_checkout, candidate, stage):
     (task,), _ = load_suite("tritonbench-revised", half_checkout)
-    options = JudgeOptions(seeds=2, perf=True, perf_blocks=2, block_ms=3, warmup_ms=3, min_calls_per_block=2)
     path = task.reference_impl if candidate is None else half_checkout / "candidates" / candidate
-    with JudgePool("cpu", workers=1, options=options) as pool:
-        verdict = pool.judge(task, path)
+    verdict = judge_on_cpu(task, path, seeds=2, **dict(QUICK_PERF, perf_blocks=2))
     assert verdict.stage == stage, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     if stage == "passed":
         assert any("uninitialised memory" in flag for flag in verdict.flags), verdict.flags
@@ -166,8 +163,7 @@ def judge_one_file_checkout(tmp_path, golden_file: str, candidate: str, seeds: i
     (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
     (tmp_path / "candidate.py").write_text(candidate)
     (task,), _ = load_suite("tritonbench-revised", root)
-    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=seeds, perf=False)) as pool:
-        return pool.judge(task, tmp_path / "candidate.py")
+    return judge_on_cpu(task, tmp_path / "candidate.py", seeds=seeds, perf=False)
 
 
 SEPARATOR = "\n" + "#" * 146 + "\n"

@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
-from kernelwright.judge import JudgeOptions, JudgePool
 from kernelwright.suites.kernelbench import load_suite, task_name
 from kernelwright.suites.runner import REFERENCE, ResultStore, candidate_for, plan
 from kernelwright.tasks import load_task_ref
+
+from .conftest import QUICK_PERF, judge_on_cpu
 
 # A made-up level-2 style problem: a linear layer (random weights: both sides must build them
 # under the same seed) followed by a scaled ReLU.
@@ -124,9 +125,7 @@ def test_reference_run_reports_no_triton_reference(checkout, tmp_path):
 ])
 def test_judged(checkout, candidate, stage, reason):
     (task,), _ = load_suite(checkout)
-    options = JudgeOptions(seeds=2, perf=True, perf_blocks=3, block_ms=3, warmup_ms=3, min_calls_per_block=2)
-    with JudgePool("cpu", workers=1, options=options) as pool:
-        verdict = pool.judge(task, checkout / "candidates" / candidate)
+    verdict = judge_on_cpu(task, checkout / "candidates" / candidate, seeds=2, **QUICK_PERF)
     assert verdict.stage == stage, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     assert reason in verdict.reason
     if stage == "passed":

@@ -3,10 +3,9 @@ worker has the GPU to itself; one that runs out of memory alone fails the perfor
 
 import pytest
 
-from kernelwright.judge import JudgeOptions, JudgePool
 from kernelwright.tasks import load_task_file
 
-from .conftest import CANDIDATES
+from .conftest import CANDIDATES, QUICK_PERF, judge_on_cpu
 
 TASK = load_task_file(CANDIDATES.parent / "tasks" / "tiny_add.py")
 GOOD = (CANDIDATES / "tiny_add" / "good.py").read_text()
@@ -28,9 +27,7 @@ def vector_add(x, y):
 def test_out_of_memory_at_perf_size(tmp_path, limit, stage):
     path = tmp_path / "candidate.py"
     path.write_text(GOOD.replace("def vector_add(x, y):", "def _unused(x, y):") + OOM.replace("LIMIT", str(limit)))
-    options = JudgeOptions(seeds=1, perf=True, perf_blocks=2, block_ms=3, warmup_ms=3, min_calls_per_block=2)
-    with JudgePool("cpu", workers=1, options=options) as pool:
-        verdict = pool.judge(TASK, path)
+    verdict = judge_on_cpu(TASK, path, seeds=1, **dict(QUICK_PERF, perf_blocks=2))
     assert verdict.stage == stage, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     if stage == "passed":
         assert len([c for c in verdict.cases if c.kind == "performance" and c.speedup]) == 2

@@ -9,10 +9,11 @@ import sys
 
 import pytest
 
-from kernelwright.judge import JudgeOptions, JudgePool
 from kernelwright.suites.runner import REFERENCE, ResultStore, plan
 from kernelwright.suites.tritonbench_t import DATA_DIR, INSTRUCTION_JSONS, STATS_JSON, load_suite
 from kernelwright.tasks import load_task_ref
+
+from .conftest import QUICK_PERF, judge_on_cpu
 
 SEPARATOR = "\n" + "#" * 146 + "\n"
 # A made-up operator in TritonBench-T's style: PyTorch function, then the golden test.
@@ -114,9 +115,7 @@ def test_reference_run_reports_no_triton_reference(checkout, tmp_path):
 ])
 def test_judged(checkout, candidate, stage, reason):
     (task,), _ = load_suite(checkout)
-    options = JudgeOptions(seeds=2, perf=True, perf_blocks=3, block_ms=3, warmup_ms=3, min_calls_per_block=2)
-    with JudgePool("cpu", workers=1, options=options) as pool:
-        verdict = pool.judge(task, checkout / "candidates" / candidate)
+    verdict = judge_on_cpu(task, checkout / "candidates" / candidate, seeds=2, **QUICK_PERF)
     assert verdict.stage == stage, f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     assert reason in verdict.reason
     if stage == "passed":
@@ -146,7 +145,6 @@ def test_test_section_that_redefines_the_operator_does_not_replace_the_candidate
     (data / "shifted_tanh.py").write_text(OPERATOR + SEPARATOR + shadowing_test)
     (tmp_path / "good.py").write_text(CANDIDATE.replace("SHIFT", "shift"))
     (task,), _ = load_suite(root)
-    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False)) as pool:
-        verdict = pool.judge(task, tmp_path / "good.py")
+    verdict = judge_on_cpu(task, tmp_path / "good.py", seeds=1, perf=False)
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}"
     assert verdict.kernels.get("shifted_tanh_kernel", 0) >= 2
