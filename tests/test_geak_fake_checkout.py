@@ -214,3 +214,67 @@ def test_test_section_that_redefines_the_kernel_does_not_replace_the_candidate(t
     verdict = judge_one_file_checkout(tmp_path, golden + SEPARATOR + golden + "\n" + TEST,
                                       KERNEL.replace("VALUE", "11"), seeds=1)
     assert verdict.stage == "correctness" and "outside tolerance" in verdict.reason, verdict.reason
+
+
+OVERREAD = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scaled_kernel(x_ptr, scale_ptr, output_ptr, N, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < N
+    # Like GEAK's attention_forward_triton: one scale per block, but the perf script passes a 0-dim
+    # scale, so every block after the first reads memory past the end of it.
+    scale = tl.load(scale_ptr + pid)
+    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
+
+
+def scaled(x: torch.Tensor, scale: torch.Tensor):
+    output = torch.empty_like(x)
+    N = output.numel()
+    scaled_kernel[(triton.cdiv(N, 256),)](x, scale, output, N, BLOCK_SIZE=256)
+    return output
+'''
+OVERREAD_TEST = '''
+import torch
+
+def test_scaled():
+    x = torch.randn(256)
+    return {"test_case_1": scaled(x, torch.ones(1))}
+
+result_gold = test_scaled()
+'''
+OVERREAD_PERF = PERF.replace("add_value", "scaled_op").replace("puzzle1", "scaled").replace(
+    "self.input_tensors = [torch.rand(2 ** i, dtype=torch.float32) for i in (10, 13)]",
+    "self.input_tensors = [(torch.rand(2 ** i), torch.tensor(1.0)) for i in (10, 13)]").replace(
+    "return scaled(input_tensor)", "return scaled(*input_tensor)").replace(
+    "return scaled_ref(input_tensor)", "return scaled_ref(*input_tensor)")
+
+
+def test_reference_reading_past_an_input_is_compared_where_defined(tmp_path):
+    """A golden that reads past the end of an input at perf shapes computes from whatever lies
+    next to that input: the probes surround inputs with poisoned guard zones, so those positions
+    are found undefined and the reference judged against itself passes, with a flag saying so."""
+    root = tmp_path / "GEAK-eval"
+    data = root / TRITONBENCH_DIR
+    data.mkdir(parents=True)
+    (data / "scaled_op.py").write_text(OVERREAD + SEPARATOR + OVERREAD_TEST)
+    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Scale.", "file": "scaled_op.py"}]))
+    perf = root / TRITONBENCH_PERF_DIR
+    perf.mkdir(parents=True)
+    (perf / "scaled_op_perf.py").write_text(OVERREAD_PERF)
+    (task,), _ = load_suite("tritonbench-revised", root)
+    verdict = judge_on_cpu(task, task.reference_impl, seeds=1, **dict(QUICK_PERF, perf_blocks=2))
+    assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    flags = [f for f in verdict.flags if " of perf case " in f]
+    assert flags and "memory outside its inputs" in flags[0], verdict.flags
+    # 2**10 elements, 4 blocks: the first block's 256 values are defined, the other 768 are not
+    assert "leaves 768 output value(s)" in flags[0], flags
+    # a candidate wrong where the reference is defined still fails
+    (tmp_path / "wrong.py").write_text(OVERREAD.replace("* scale, mask=mask)", "* scale + 1, mask=mask)"))
+    wrong = judge_on_cpu(task, tmp_path / "wrong.py", seeds=1, **dict(QUICK_PERF, perf_blocks=2))
+    assert wrong.stage == "correctness", f"{wrong.stage}: {wrong.reason}"

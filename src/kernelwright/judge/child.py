@@ -28,6 +28,9 @@ from . import procs, wire
 
 POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed ints: an unwritten output never passes
 FREE_MEMORY_POISON_BYTES = 64 << 20
+# Poisoned guard zones around each input during a probe: reads past either end of an input (a
+# 0-dim scale tensor indexed per block, say) land on poison instead of a neighbouring live tensor.
+GUARD_BYTES = 1 << 20
 
 
 def child_main(conn_fd: int, role: str, task, device: str, log_path: str, options: dict) -> NoReturn:
@@ -387,10 +390,12 @@ class Harness:
         # (stale memory in the clean run can itself be NaN, so one poison is not enough).
         for byte in (POISON_BYTE, 0x00):
             self.poison_byte = byte
+            guarded = self._guarded(args, byte)
             self._poison_free_memory([m["nbytes"] for m in meta])
             self.poison_outputs = True
             try:
-                runs.append(flatten_outputs(fn(*args), torch))
+                runs.append(flatten_outputs(fn(*guarded), torch))
+                del guarded
                 self._sync()
             finally:
                 self.poison_outputs = False
@@ -413,6 +418,38 @@ class Harness:
                 mask |= ~same
             masks.append(mask.to("cpu") if bool(mask.any()) else None)
         return masks
+
+    def _guarded(self, args: tuple, byte: int) -> tuple:
+        """`args` with every tensor copied between two GUARD_BYTES zones filled with `byte`, same
+        shape and strides. A value the call computes from memory outside its inputs then differs
+        between the two probes, and that position counts as undefined. (Without the guards such
+        reads hit whatever tensor lies next door: the same in both probes, different in another
+        process, so a reference compared with itself failed at random.) A tensor that cannot be
+        copied this way (overlapping strides, no memory left) is passed as it is."""
+        torch = self.torch
+
+        def place(t: Any) -> Any:
+            if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.numel() == 0:
+                return t
+            try:
+                span = 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+                nbytes = span * t.element_size()
+                zone = torch.full((2 * GUARD_BYTES + nbytes,), byte, dtype=torch.uint8, device=t.device)
+                copy = zone[GUARD_BYTES:GUARD_BYTES + nbytes].view(t.dtype).as_strided(t.shape, t.stride())
+                copy.copy_(t.detach())
+                return copy.requires_grad_(t.requires_grad)
+            except (RuntimeError, MemoryError):  # internal overlap (expanded views) or out of memory
+                return t
+
+        def walk(value: Any) -> Any:
+            if isinstance(value, (tuple, list)):
+                items = [walk(v) for v in value]
+                return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+            if isinstance(value, dict):
+                return {k: walk(v) for k, v in value.items()}
+            return place(value)
+
+        return tuple(walk(a) for a in args)
 
     def _bound_seeded(self, impl: Any, case_list: str, index: int, seed: int) -> tuple[Callable, tuple]:
         """`_bound`, then the global generators seeded for adapter tasks: their code may draw random

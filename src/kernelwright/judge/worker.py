@@ -482,10 +482,7 @@ class Worker:
                 item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
                 undefined = sum(int(m.sum()) for m in expected.get("undefined") or [] if m is not None)
                 if undefined:
-                    note = (f"the reference leaves {undefined} output value(s) of case {case.label} depending "
-                            "on uninitialised memory; those positions are not compared")
-                    if not any(f.startswith("the reference leaves") for f in verdict.flags):
-                        verdict.flags.append(note)
+                    self._note_undefined(verdict, undefined, f"case {case.label}")
                 got = self._ask(cand, {"op": "run", "items": [item]},
                                 opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
                 if n == 0:
@@ -591,6 +588,15 @@ class Worker:
         verdict.stage_seconds["perf_check"] = round(time.monotonic() - started, 3)
         return checked
 
+    @staticmethod
+    def _note_undefined(verdict, count: int, where: str) -> None:
+        """One flag for test cases and one for perf cases (the first found): the reference's own
+        output is partly undefined, so the candidate is compared on the rest only."""
+        perf = where.startswith("perf case")
+        if not any(f.startswith("the reference leaves") and (" of perf case " in f) == perf for f in verdict.flags):
+            verdict.flags.append(f"the reference leaves {count} output value(s) of {where} depending on "
+                                 "uninitialised memory or memory outside its inputs; those positions are not compared")
+
     def _spot_check(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int) -> None:
         """One perf case computed by both sides and compared at sampled positions."""
         from .compare import compare_tensor
@@ -604,6 +610,8 @@ class Worker:
         if expected.get("probe_failed"):
             self._probe_failures.append(expected["probe_failed"])
         self._probed = self._probed or "undefined_counts" in expected
+        if sum(expected.get("undefined_counts") or []):
+            self._note_undefined(verdict, sum(expected["undefined_counts"]), label)
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
                                "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
                         timeout, f"running {label}", "performance")
