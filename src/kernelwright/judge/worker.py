@@ -242,6 +242,23 @@ def device_lock(device: str, exclusive: bool):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def gpu_turn(device: str, verdict, exclusive: bool):
+    """`device_lock`, with the wait added to the verdict's stage seconds (wait_shared or
+    wait_exclusive) and, for the exclusive lock, the time held added to `performance`."""
+    key = "wait_exclusive" if exclusive else "wait_shared"
+    mark = time.monotonic()
+    with device_lock(device, exclusive):
+        got = time.monotonic()
+        verdict.stage_seconds[key] = round(verdict.stage_seconds.get(key, 0.0) + got - mark, 3)
+        try:
+            yield
+        finally:
+            if exclusive:
+                held = verdict.stage_seconds.get("performance", 0.0) + time.monotonic() - got
+                verdict.stage_seconds["performance"] = round(held, 3)
+
+
 class ProbeFailed(Exception):
     """The reference failed on poisoned memory and its process may be unusable: judge again
     without probes."""
@@ -343,27 +360,22 @@ class Worker:
             if task.ref in self.no_probe:
                 verdict.flags.append("the reference failed on poisoned memory, so it was not probed for "
                                      f"outputs it leaves unwritten ({self.no_probe[task.ref]})")
-            mark = time.monotonic()
             measure = bool(opts.get("perf") and task.perf_cases)
-            with device_lock(self.device, exclusive=False):
-                verdict.stage_seconds["wait_shared"] = round(time.monotonic() - mark, 3)
+            with self._gpu(verdict, exclusive=False):
                 # foreign reference code may touch the GPU at import: loaded under the lock too
                 mark = time.monotonic()
                 ref = self._reference_child(task, baseline_path, opts["load_timeout"])
                 cand = self._candidate_child(task)
                 verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
                 self._run_call_and_correctness(task, ref, cand, verdict, opts)
-                if measure:
-                    # Correctness at perf sizes, and with it the JIT compilation and autotuning at
-                    # those shapes (CPU-bound, seconds per task), runs while other workers check
-                    # correctness; only the timing below holds the GPU exclusively.
-                    verdict.stage = "performance"
-                    checked = self._check_perf_cases(task, ref, cand, verdict, opts)
             if measure:
-                mark = time.monotonic()
-                with device_lock(self.device, exclusive=True):
-                    verdict.stage_seconds["wait_exclusive"] = round(time.monotonic() - mark, 3)
-                    self._run_performance(task, ref, cand, verdict, opts, checked)
+                # Correctness at perf sizes, and with it the JIT compilation and autotuning at
+                # those shapes (CPU-bound, seconds per task), runs while other workers check
+                # correctness; only warm-up and timing hold the GPU exclusively, one perf case
+                # at a time (a lock held for a whole task stalled every other worker behind it).
+                verdict.stage = "performance"
+                checked = self._check_perf_cases(task, ref, cand, verdict, opts)
+                self._run_performance(task, ref, cand, verdict, opts, checked)
             if self._probe_failures:
                 verdict.flags.append("the reference failed on poisoned memory, so it was not fully probed for "
                                      f"outputs it leaves unwritten ({self._probe_failures[0]})")
@@ -562,7 +574,6 @@ class Worker:
         timed are recorded with the reason."""
         from .verdict import CaseResult
 
-        started = time.monotonic()
         checked: dict[int, float | None] = {}
         timed = perf_subset(len(task.perf_cases), opts.get("max_perf_cases"))
         for pi, case in enumerate(task.perf_cases):
@@ -574,19 +585,22 @@ class Worker:
                 verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
                                                 "skipped: the Triton interpreter computes this dtype incorrectly"))
                 continue
-            mark = time.monotonic()
             try:
-                self._spot_check(task, ref, cand, verdict, opts, pi)
+                with self._gpu(verdict, exclusive=False):
+                    mark = time.monotonic()
+                    self._spot_check(task, ref, cand, verdict, opts, pi)
+                    checked[pi] = round(time.monotonic() - mark, 4)
             except (CaseFailed, JudgeError) as exc:
                 # Other workers' processes hold GPU memory during the shared phase: a shape that
                 # does not fit now is checked again while this worker has the GPU to itself.
                 if "out of memory" not in str(exc).lower():
                     raise
                 checked[pi] = None
-                continue
-            checked[pi] = round(time.monotonic() - mark, 4)
-        verdict.stage_seconds["perf_check"] = round(time.monotonic() - started, 3)
+        verdict.stage_seconds["perf_check"] = round(sum(v for v in checked.values() if v), 3)
         return checked
+
+    def _gpu(self, verdict, exclusive: bool):
+        return gpu_turn(self.device, verdict, exclusive)
 
     @staticmethod
     def _note_undefined(verdict, count: int, where: str) -> None:
@@ -620,11 +634,9 @@ class Worker:
     def _run_performance(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts,
                          checked: dict[int, float | None]) -> None:
         """Time the checked perf cases: reference and candidate blocks interleaved, exclusive GPU."""
-        from .hardware import roofline_ms, spec_for
-        from .stats import aggregate, case_timing
-        from .verdict import CaseResult
+        from .hardware import spec_for
+        from .stats import aggregate
 
-        started = time.monotonic()
         timeout = opts["perf_timeout"]
         spec = spec_for(self.info.get("name"))
         l2 = int(self.info.get("l2_bytes") or 0)
@@ -636,82 +648,25 @@ class Worker:
                 continue
             label = f"perf case {case.label}"
             seed = self._perf_seed(verdict, pi)
-            if checked[pi] is None:  # ran out of memory next to other workers: check it now, alone
-                mark = time.monotonic()
-                self._spot_check(task, ref, cand, verdict, opts, pi)
-                checked[pi] = round(time.monotonic() - mark, 4)
-            marks = [time.monotonic() - checked[pi], time.monotonic()]  # phases: where a suite's perf time goes
-
-            # warm both sides up on rotating input sets, then time interleaved blocks
             seeds = [seed + k for k in range(opts["perf_input_sets"])]
             prep_msg = {"op": "perf_prepare", "case": pi, "seeds": seeds, "flush_bytes": flush_bytes,
                         "warmup_ms": opts["warmup_ms"]}
-            ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
-            cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
-            # Both sides get the same GPU-side pad before each timed call (the larger host need).
-            pad_ms = max(ref_prep.get("pad_ms", 0.0), cand_prep.get("pad_ms", 0.0))
-            marks.append(time.monotonic())
-            if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
-                raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
-                                 f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)")
-            # one timed call costs the kernel plus the L2 flush and the pad before it
-            est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0) + pad_ms
-            # At least one input set is used twice per block: a result cached by address is caught.
-            n = int(min(opts["max_calls_per_block"], max(opts["min_calls_per_block"], opts["perf_input_sets"] + 1,
-                                                           math.ceil(opts["block_ms"] / est))))
-            # Both gaps hold the same host round trip (sync, record); what is left is device work
-            # the candidate's timed events did not cover.
-            gap_excess = cand_prep["gap_ms"] - ref_prep["gap_ms"]
-            if gap_excess > opts["escape_ms"] + 0.25 * cand_prep["est_ms"]:
-                raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed "
-                                 "stream finished (side streams or threads escaping the timer)")
-            ref_blocks, cand_blocks = [], []
-            child_s = {f"{who}_{k}": v for who, prep in (("ref", ref_prep), ("cand", cand_prep))
-                       for k, v in prep.get("phase_s", {}).items()}
-            for b in range(opts["perf_blocks"]):
-                order = [(ref, ref_blocks, cand), (cand, cand_blocks, ref)]
-                for side, blocks, other in (order if b % 2 == 0 else order[::-1]):
-                    other.pause()
-                    try:
-                        block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed * 131 + b,
-                                                 "pad_ms": pad_ms},
-                                          timeout, f"timing {label}", stage)
-                    finally:
-                        other.resume()
-                    if side is cand and block["launches"] < n:
-                        raise CaseFailed(stage, f"{label}: only {block['launches']} kernel launches in {n} "
-                                         "timed calls (results cached across calls?)")
-                    blocks.append(block["times_ms"])
-                    for k, v in block.get("phase_s", {}).items():
-                        child_s[f"block_{k}"] = round(child_s.get(f"block_{k}", 0.0) + v, 4)
-            marks.append(time.monotonic())
-            for side in (ref, cand):
-                self._ask(side, {"op": "perf_release"}, timeout, "releasing perf inputs", stage)
-            marks.append(time.monotonic())
-
-            timing = case_timing(ref_blocks, cand_blocks, opts["resolution"])
-            timings.append(timing)
-            phases = dict(zip(("spot", "prepare", "blocks", "release"),
-                              (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
-            result = CaseResult("performance", case.label, case.to_dict(), True, seeds=seeds,
-                                seconds=round(marks[-1] - marks[0], 4), ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
-                                ci95=[timing.ci_low, timing.ci_high],
-                                timing={"calls_per_block": n, "blocks": opts["perf_blocks"],
-                                        "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
-                                        "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
-                                        "pad_ms": pad_ms,
-                                        "phase_s": phases, "child_phase_s": child_s})
-            verdict.cases.append(result)
-            if spec is not None and task.cost is not None:
-                bound = roofline_ms(spec, task.cost(case), case.dtype)
-                result.roofline_ms = bound
-                if bound is not None and timing.cand_ms < bound / opts["roofline_slack"]:
-                    result.ok = False
-                    result.reason = (f"measured {timing.cand_ms:.4f} ms, below the {bound:.4f} ms that "
-                                     f"{spec.name} allows for this cost model")
-                    raise CaseFailed(stage, f"{label}: faster than the hardware allows "
-                                     f"({timing.cand_ms:.4f} ms < roofline {bound:.4f} ms): "
-                                     "suspect a cheat, a cached result or a wrong cost model")
+            inputs_s = 0.0
+            if checked[pi] is not None:
+                # Input sets are made while other workers share the GPU; if they do not fit now,
+                # perf_prepare makes them below, with the GPU to itself.
+                try:
+                    with self._gpu(verdict, exclusive=False):
+                        mark = time.monotonic()
+                        for side in (ref, cand):
+                            self._ask(side, dict(prep_msg, op="perf_inputs"), timeout,
+                                      f"making the inputs of {label}", stage)
+                        inputs_s = time.monotonic() - mark
+                except (CaseFailed, JudgeError) as exc:
+                    if "out of memory" not in str(exc).lower():
+                        raise
+            with self._gpu(verdict, exclusive=True):
+                self._time_case(task, ref, cand, verdict, opts, pi, checked, inputs_s, prep_msg, timings, spec)
         # untimed cases were recorded during the check: list every perf case in the task's order
         order = {case.label: i for i, case in enumerate(task.perf_cases)}
         perf = sorted((c for c in verdict.cases if c.kind == "performance"), key=lambda c: order.get(c.label, 0))
@@ -720,7 +675,92 @@ class Worker:
             agg = aggregate(timings, opts["resolution"])
             verdict.speedup, verdict.speedup_geomean = agg.speedup, agg.geomean
             verdict.speedup_ci95 = [agg.ci_low, agg.ci_high]
-        verdict.stage_seconds["performance"] = round(time.monotonic() - started, 3)
+
+    def _time_case(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int,
+                   checked: dict[int, float | None], inputs_s: float, prep_msg: dict, timings: list, spec) -> None:
+        """Warm up and time one perf case (the caller holds the GPU exclusively)."""
+        from .hardware import roofline_ms
+        from .stats import case_timing
+        from .verdict import CaseResult
+
+        timeout = opts["perf_timeout"]
+        stage = "performance"
+        case = task.perf_cases[pi]
+        label = f"perf case {case.label}"
+        seed = self._perf_seed(verdict, pi)
+        seeds = prep_msg["seeds"]
+        if checked[pi] is None:  # ran out of memory next to other workers: check it now, alone
+            mark = time.monotonic()
+            self._spot_check(task, ref, cand, verdict, opts, pi)
+            checked[pi] = round(time.monotonic() - mark, 4)
+        now = time.monotonic()
+        marks = [now - inputs_s - checked[pi], now - inputs_s, now]  # phases: where a suite's perf time goes
+        ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
+        cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
+        # Both sides get the same GPU-side pad before each timed call (the larger host need).
+        pad_ms = max(ref_prep.get("pad_ms", 0.0), cand_prep.get("pad_ms", 0.0))
+        marks.append(time.monotonic())
+        if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
+            raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
+                             f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)")
+        # one timed call costs the kernel plus the L2 flush and the pad before it
+        est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0) + pad_ms
+        # At least one input set is used twice per block: a result cached by address is caught.
+        n = int(min(opts["max_calls_per_block"], max(opts["min_calls_per_block"], opts["perf_input_sets"] + 1,
+                                                       math.ceil(opts["block_ms"] / est))))
+        # Both gaps hold the same host round trip (sync, record); what is left is device work
+        # the candidate's timed events did not cover.
+        gap_excess = cand_prep["gap_ms"] - ref_prep["gap_ms"]
+        if gap_excess > opts["escape_ms"] + 0.25 * cand_prep["est_ms"]:
+            raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed "
+                             "stream finished (side streams or threads escaping the timer)")
+        ref_blocks, cand_blocks = [], []
+        child_s = {f"{who}_{k}": v for who, prep in (("ref", ref_prep), ("cand", cand_prep))
+                   for k, v in prep.get("phase_s", {}).items()}
+        for b in range(opts["perf_blocks"]):
+            order = [(ref, ref_blocks, cand), (cand, cand_blocks, ref)]
+            for side, blocks, other in (order if b % 2 == 0 else order[::-1]):
+                other.pause()
+                try:
+                    block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed * 131 + b,
+                                             "pad_ms": pad_ms},
+                                      timeout, f"timing {label}", stage)
+                finally:
+                    other.resume()
+                if side is cand and block["launches"] < n:
+                    raise CaseFailed(stage, f"{label}: only {block['launches']} kernel launches in {n} "
+                                     "timed calls (results cached across calls?)")
+                blocks.append(block["times_ms"])
+                for k, v in block.get("phase_s", {}).items():
+                    child_s[f"block_{k}"] = round(child_s.get(f"block_{k}", 0.0) + v, 4)
+        marks.append(time.monotonic())
+        for side in (ref, cand):
+            self._ask(side, {"op": "perf_release"}, timeout, "releasing perf inputs", stage)
+        marks.append(time.monotonic())
+
+        timing = case_timing(ref_blocks, cand_blocks, opts["resolution"])
+        timings.append(timing)
+        phases = dict(zip(("spot", "inputs", "prepare", "blocks", "release"),
+                          (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
+        result = CaseResult("performance", case.label, case.to_dict(), True, seeds=seeds,
+                            seconds=round(marks[-1] - marks[0], 4), ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
+                            ci95=[timing.ci_low, timing.ci_high],
+                            timing={"calls_per_block": n, "blocks": opts["perf_blocks"],
+                                    "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
+                                    "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
+                                    "pad_ms": pad_ms,
+                                    "phase_s": phases, "child_phase_s": child_s})
+        verdict.cases.append(result)
+        if spec is not None and task.cost is not None:
+            bound = roofline_ms(spec, task.cost(case), case.dtype)
+            result.roofline_ms = bound
+            if bound is not None and timing.cand_ms < bound / opts["roofline_slack"]:
+                result.ok = False
+                result.reason = (f"measured {timing.cand_ms:.4f} ms, below the {bound:.4f} ms that "
+                                 f"{spec.name} allows for this cost model")
+                raise CaseFailed(stage, f"{label}: faster than the hardware allows "
+                                 f"({timing.cand_ms:.4f} ms < roofline {bound:.4f} ms): "
+                                 "suspect a cheat, a cached result or a wrong cost model")
 
     def _check_spot(self, task, label: str, expected: dict, got: dict, compare_tensor) -> None:
         if got["launches"] < 1:
