@@ -58,3 +58,8 @@ def test_perf_only_cheats_on_gpu(pool):
     verdicts = pool.judge_many([(task, path) for path, _, _ in cases])
     for (path, stage, reason), verdict in zip(cases, verdicts):
         assert verdict.stage == stage and reason in verdict.reason, (path.name, verdict.stage, verdict.reason)
+    # Perf shapes are first run (and autotuned) while other workers share the GPU: those choices
+    # are dropped, so the timed configs are chosen with the GPU to itself.
+    tuned = verdicts[[p.name for p, _, _ in cases].index("autotuned.py")]
+    perf = [c for c in tuned.cases if c.kind == "performance" and c.ok]
+    assert perf and all(c.timing["autotuners_reset"] == {"ref": 0, "cand": 1} for c in perf)

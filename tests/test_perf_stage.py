@@ -65,3 +65,4 @@ def test_untimed_perf_cases_are_reported_not_dropped():
     assert verdict.passed and len(perf) == 2
     assert [c.ok for c in perf] == [None, True]
     assert "not timed" in perf[0].reason
+

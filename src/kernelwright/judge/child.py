@@ -21,6 +21,7 @@ import random
 import sys
 import time
 import traceback
+import weakref
 from multiprocessing.connection import Connection
 from typing import Any, Callable, NoReturn
 
@@ -110,8 +111,29 @@ class LaunchCounter:
         # code object -> defined in the candidate's file? Resolved once: a path lookup on every
         # launch costs tens of microseconds of syscalls, which would be billed to the candidate.
         self._is_own: dict[Any, bool] = {}
+        self.autotuners: weakref.WeakSet = weakref.WeakSet()
+
+    def forget_tuning(self) -> int:
+        """Drop every autotuner's chosen configs: the next call at each shape benchmarks its
+        configs again. Perf shapes are first run (compiled, autotuned) while other workers share
+        the GPU; the timed choice must come from a run with the GPU to itself."""
+        for tuner in list(self.autotuners):
+            getattr(tuner, "cache", {}).clear()
+        return len(self.autotuners)
 
     def install(self) -> None:
+        try:
+            from triton.runtime.autotuner import Autotuner
+
+            tuners, init = self.autotuners, Autotuner.__init__
+
+            def register(self, *args, _init=init, **kwargs):
+                _init(self, *args, **kwargs)
+                tuners.add(self)
+
+            Autotuner.__init__ = register
+        except ImportError:
+            pass
         classes = []
         from triton.runtime.jit import JITFunction
 
@@ -584,19 +606,8 @@ class Harness:
             self.flush_buffer = self._empty(int(msg["flush_bytes"]), dtype=torch.uint8, device=self.device)
         return self._perf_counter() - t0
 
-    def op_perf_inputs(self, msg: dict) -> None:
-        """Make a perf case's input sets ahead of the timing, while other workers share the GPU:
-        only the warm-up and the timed blocks need it alone."""
-        try:
-            seconds = self._make_perf_sets(msg)
-            self.send({"op": "perf_inputs", "ok": True, "seconds": round(seconds, 4)})
-        except BaseException as exc:  # noqa: BLE001
-            self.perf_sets, self._perf_key = [], None
-            self.send(self._error("perf_inputs", exc))
-
     def op_perf_prepare(self, msg: dict) -> None:
-        """Warm up on the rotating input sets (made here unless `perf_inputs` made them), and
-        estimate the time of one call."""
+        """Make the rotating input sets, warm up on them, and estimate the time of one call."""
         try:
             inputs_s = self._make_perf_sets(msg)
             t0 = self._perf_counter() - inputs_s
@@ -739,6 +750,12 @@ class Harness:
                        "phase_s": {"replace": round(t1 - t0, 4), "timed": round(self._perf_counter() - t1, 4)}})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("time_block", exc))
+
+    def op_retune(self, msg: dict) -> None:
+        try:
+            self.send({"op": "retune", "ok": True, "autotuners": self.counter.forget_tuning()})
+        except BaseException as exc:  # noqa: BLE001
+            self.send(self._error("retune", exc))
 
     def op_perf_release(self, msg: dict) -> None:
         self.perf_sets, self._perf_key = [], None

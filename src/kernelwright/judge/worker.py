@@ -216,26 +216,41 @@ def classify_error(text: str) -> str:
     return "raised an exception"
 
 
+WRITER_PATIENCE_S = 5.0
+
+
 @contextlib.contextmanager
 def device_lock(device: str, exclusive: bool):
     """A reader-writer lock per GPU, shared by every worker and every kernelwright run on this
     machine: checking correctness takes it shared, timing takes it exclusive, so a measurement
     never overlaps anyone else's work on that GPU.
 
-    flock alone lets readers starve a writer (with several workers some check is nearly always
-    running, and timing waited minutes). Every taker first passes a turnstile lock; a writer keeps
-    holding it until it has the GPU, so new readers queue behind a waiting writer."""
+    A writer first waits `WRITER_PATIENCE_S` for a moment with no reader, letting readers come
+    and go: closing the door at once idled every other worker behind the longest check in
+    flight, at every timing turn (measured on the H200: half the throughput). After that it
+    passes a turnstile lock that every taker passes and keeps holding it until it has the GPU,
+    so new readers queue behind it (flock alone let checks starve timing for minutes)."""
     if device == "cpu":
         yield
         return
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES") or "0"
     base = os.path.join(tempfile.gettempdir(), f"kernelwright-gpu-{visible.replace(',', '_')}")
     with open(base + ".lock", "a") as lock, open(base + ".turnstile", "a") as turnstile:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        got = False
+        if exclusive:
+            deadline = time.monotonic() + WRITER_PATIENCE_S
+            while not got and time.monotonic() < deadline:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    got = True
+                except BlockingIOError:
+                    time.sleep(0.005)
+        if not got:
+            fcntl.flock(turnstile, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
         try:
             yield
         finally:
@@ -643,30 +658,25 @@ class Worker:
         flush_bytes = max(4 * l2, 64 << 20) if self.device != "cpu" else 32 << 20
         timings = []
         stage = "performance"
+        timed = []
         for pi, case in enumerate(task.perf_cases):
             if pi not in checked:
                 continue
-            label = f"perf case {case.label}"
             seed = self._perf_seed(verdict, pi)
             seeds = [seed + k for k in range(opts["perf_input_sets"])]
             prep_msg = {"op": "perf_prepare", "case": pi, "seeds": seeds, "flush_bytes": flush_bytes,
                         "warmup_ms": opts["warmup_ms"]}
-            inputs_s = 0.0
-            if checked[pi] is not None:
-                # Input sets are made while other workers share the GPU; if they do not fit now,
-                # perf_prepare makes them below, with the GPU to itself.
-                try:
-                    with self._gpu(verdict, exclusive=False):
-                        mark = time.monotonic()
-                        for side in (ref, cand):
-                            self._ask(side, dict(prep_msg, op="perf_inputs"), timeout,
-                                      f"making the inputs of {label}", stage)
-                        inputs_s = time.monotonic() - mark
-                except (CaseFailed, JudgeError) as exc:
-                    if "out of memory" not in str(exc).lower():
-                        raise
+            timed.append((pi, prep_msg))
+        if timed:
+            # One exclusive turn per task: a turn per perf case made every worker queue behind each
+            # one (the writer waits for all readers in flight), and throughput fell by half.
             with self._gpu(verdict, exclusive=True):
-                self._time_case(task, ref, cand, verdict, opts, pi, checked, inputs_s, prep_msg, timings, spec)
+                # autotuning choices made next to other workers are dropped: tuned again, alone
+                retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners", stage)["autotuners"]
+                           for who, side in (("ref", ref), ("cand", cand))}
+                for pi, prep_msg in timed:
+                    self._time_case(task, ref, cand, verdict, opts, pi, checked, prep_msg, timings, spec)
+                    verdict.cases[-1].timing["autotuners_reset"] = retuned
         # untimed cases were recorded during the check: list every perf case in the task's order
         order = {case.label: i for i, case in enumerate(task.perf_cases)}
         perf = sorted((c for c in verdict.cases if c.kind == "performance"), key=lambda c: order.get(c.label, 0))
@@ -677,7 +687,7 @@ class Worker:
             verdict.speedup_ci95 = [agg.ci_low, agg.ci_high]
 
     def _time_case(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int,
-                   checked: dict[int, float | None], inputs_s: float, prep_msg: dict, timings: list, spec) -> None:
+                   checked: dict[int, float | None], prep_msg: dict, timings: list, spec) -> None:
         """Warm up and time one perf case (the caller holds the GPU exclusively)."""
         from .hardware import roofline_ms
         from .stats import case_timing
@@ -694,7 +704,7 @@ class Worker:
             self._spot_check(task, ref, cand, verdict, opts, pi)
             checked[pi] = round(time.monotonic() - mark, 4)
         now = time.monotonic()
-        marks = [now - inputs_s - checked[pi], now - inputs_s, now]  # phases: where a suite's perf time goes
+        marks = [now - checked[pi], now]  # phases: where a suite's perf time goes
         ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
         cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
         # Both sides get the same GPU-side pad before each timed call (the larger host need).
@@ -740,7 +750,7 @@ class Worker:
 
         timing = case_timing(ref_blocks, cand_blocks, opts["resolution"])
         timings.append(timing)
-        phases = dict(zip(("spot", "inputs", "prepare", "blocks", "release"),
+        phases = dict(zip(("spot", "prepare", "blocks", "release"),
                           (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
         result = CaseResult("performance", case.label, case.to_dict(), True, seeds=seeds,
                             seconds=round(marks[-1] - marks[0], 4), ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
