@@ -201,7 +201,6 @@ class Harness:
         self.poison_byte = POISON_BYTE
         self.probe_disabled = False
         self.perf_sets: list[tuple] = []
-        self._perf_key: tuple | None = None  # (perf case, seeds) the input sets were made for
         self.flush_buffer = None
         self._pad = None
         self._cycles_per_ms: float | None = None
@@ -591,17 +590,12 @@ class Harness:
     def _make_perf_sets(self, msg: dict) -> float:
         """The rotating input sets of one perf case (and the L2 flush buffer); seconds it took."""
         torch = self.torch
-        key = (msg["case"], tuple(msg["seeds"]))
-        if self.perf_sets and self._perf_key == key:
-            return 0.0
         self.perf_sets = []  # no gc.collect() here: it costs ~0.1 s per perf case
-        self._perf_key = None
         if self.is_gpu:
             torch.cuda.empty_cache()
         impl = self.entry if self.role == "candidate" else self.baseline
         t0 = self._perf_counter()
         self.perf_sets = [self._bound(impl, "perf_cases", msg["case"], s) for s in msg["seeds"]]
-        self._perf_key = key
         if self.flush_buffer is None:
             self.flush_buffer = self._empty(int(msg["flush_bytes"]), dtype=torch.uint8, device=self.device)
         return self._perf_counter() - t0
@@ -758,7 +752,7 @@ class Harness:
             self.send(self._error("retune", exc))
 
     def op_perf_release(self, msg: dict) -> None:
-        self.perf_sets, self._perf_key = [], None
+        self.perf_sets = []
         self._pad = None
         if self.is_gpu:
             self.torch.cuda.empty_cache()
