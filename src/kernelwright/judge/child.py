@@ -587,24 +587,18 @@ class Harness:
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("spot", exc))
 
-    def _make_perf_sets(self, msg: dict) -> float:
-        """The rotating input sets of one perf case (and the L2 flush buffer); seconds it took."""
-        torch = self.torch
-        self.perf_sets = []  # no gc.collect() here: it costs ~0.1 s per perf case
-        if self.is_gpu:
-            torch.cuda.empty_cache()
-        impl = self.entry if self.role == "candidate" else self.baseline
-        t0 = self._perf_counter()
-        self.perf_sets = [self._bound(impl, "perf_cases", msg["case"], s) for s in msg["seeds"]]
-        if self.flush_buffer is None:
-            self.flush_buffer = self._empty(int(msg["flush_bytes"]), dtype=torch.uint8, device=self.device)
-        return self._perf_counter() - t0
-
     def op_perf_prepare(self, msg: dict) -> None:
         """Make the rotating input sets, warm up on them, and estimate the time of one call."""
+        torch = self.torch
         try:
-            inputs_s = self._make_perf_sets(msg)
-            t0 = self._perf_counter() - inputs_s
+            self.perf_sets = []  # no gc.collect() here: it costs ~0.1 s per perf case
+            self._release_cached_memory()
+            impl = self.entry if self.role == "candidate" else self.baseline
+            t0 = self._perf_counter()
+            self.perf_sets = [self._bound(impl, "perf_cases", msg["case"], s) for s in msg["seeds"]]
+            if self.flush_buffer is None:
+                self.flush_buffer = self._empty(int(msg["flush_bytes"]), dtype=torch.uint8, device=self.device)
+            inputs_s = self._perf_counter() - t0
             warm_ms = float(msg.get("warmup_ms", 25.0))
             start = self._perf_counter()
             calls = 0
@@ -629,7 +623,7 @@ class Harness:
             flush_ms = self._flush_ms(3)
             gaps = self._escape_gaps(5) if self.is_gpu else [0.0]
             self.send({"op": "perf_prepare", "ok": True, "est_ms": float(sorted(times)[len(times) // 2]),
-                       "phase_s": {"inputs": round(inputs_s, 4), "warmup": round(t1 - t0 - inputs_s, 4),
+                       "phase_s": {"inputs": round(inputs_s, 4), "warmup": round(t1 - start, 4),
                                    "first_call": round(host_ms[0] / 1e3, 4),
                                    "probe": round(self._perf_counter() - t1, 4)},
                        "flush_ms": flush_ms, "pad_ms": pad_ms, "host_ms": float(sorted(host_ms)[len(host_ms) // 2]),
@@ -723,10 +717,9 @@ class Harness:
         torch = self.torch
         rng = random.Random(seed)
         self._pad = None
-        if self.is_gpu:
-            # Outputs are re-allocated every call from the same cached block: return the cache to
-            # the driver so this block's outputs land on new pages too, behind a pad held all block.
-            torch.cuda.empty_cache()
+        # Outputs are re-allocated every call from the same cached block: return the cache to the
+        # driver so this block's outputs land on new pages too, behind a pad held all block.
+        self._release_cached_memory()
         self._pad = self._empty(rng.randrange(1, 8192) * 4096, dtype=torch.uint8, device=self.device)
         self.perf_sets = [(fn, tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
                           for fn, args in self.perf_sets]
@@ -754,6 +747,5 @@ class Harness:
     def op_perf_release(self, msg: dict) -> None:
         self.perf_sets = []
         self._pad = None
-        if self.is_gpu:
-            self.torch.cuda.empty_cache()
+        self._release_cached_memory()
         self.send({"op": "perf_release", "ok": True})

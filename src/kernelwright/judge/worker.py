@@ -386,8 +386,8 @@ class Worker:
             if measure:
                 # Correctness at perf sizes, and with it the JIT compilation and autotuning at
                 # those shapes (CPU-bound, seconds per task), runs while other workers check
-                # correctness; only warm-up and timing hold the GPU exclusively, one perf case
-                # at a time (a lock held for a whole task stalled every other worker behind it).
+                # correctness, under the shared lock per perf case; only re-tuning, warm-up and
+                # timing hold the GPU exclusively, in one turn per task.
                 verdict.stage = "performance"
                 checked = self._check_perf_cases(task, ref, cand, verdict, opts)
                 self._run_performance(task, ref, cand, verdict, opts, checked)
@@ -499,17 +499,13 @@ class Worker:
                     pending = 0
                     raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind) from None
                 pending -= 1
-                if expected.get("probe_failed"):
-                    self._probe_failures.append(expected["probe_failed"])
-                self._probed = self._probed or "undefined" in expected
+                undefined = sum(int(m.sum()) for m in expected.get("undefined") or [] if m is not None)
+                self._take_probe_report(verdict, expected, "undefined" in expected, undefined, f"case {case.label}")
                 if not expected.get("ok"):
                     pending = 0  # the reference stops streaming after an error
                     raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
                                         detail=expected.get("traceback", ""))
                 item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
-                undefined = sum(int(m.sum()) for m in expected.get("undefined") or [] if m is not None)
-                if undefined:
-                    self._note_undefined(verdict, undefined, f"case {case.label}")
                 got = self._ask(cand, {"op": "run", "items": [item]},
                                 opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
                 if n == 0:
@@ -617,13 +613,19 @@ class Worker:
     def _gpu(self, verdict, exclusive: bool):
         return gpu_turn(self.device, verdict, exclusive)
 
-    @staticmethod
-    def _note_undefined(verdict, count: int, where: str) -> None:
-        """One flag for test cases and one for perf cases (the first found): the reference's own
-        output is partly undefined, so the candidate is compared on the rest only."""
+    def _take_probe_report(self, verdict, expected: dict, probed: bool, undefined: int, where: str) -> None:
+        """What a reference reply says about its probes: one that failed, whether one ran (a later
+        reference failure may be its doing), and how many output positions are undefined. One
+        flag for test cases and one for perf cases (the first found): the reference's own output
+        is partly undefined, so the candidate is compared on the rest only."""
+        if expected.get("probe_failed"):
+            self._probe_failures.append(expected["probe_failed"])
+        self._probed = self._probed or probed
+        if not undefined:
+            return
         perf = where.startswith("perf case")
         if not any(f.startswith("the reference leaves") and (" of perf case " in f) == perf for f in verdict.flags):
-            verdict.flags.append(f"the reference leaves {count} output value(s) of {where} depending on "
+            verdict.flags.append(f"the reference leaves {undefined} output value(s) of {where} depending on "
                                  "uninitialised memory or memory outside its inputs; those positions are not compared")
 
     def _spot_check(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int) -> None:
@@ -636,11 +638,8 @@ class Worker:
         expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
                                    "probe": opts.get("probe", True)},
                              timeout, f"computing {label}", "performance")
-        if expected.get("probe_failed"):
-            self._probe_failures.append(expected["probe_failed"])
-        self._probed = self._probed or "undefined_counts" in expected
-        if sum(expected.get("undefined_counts") or []):
-            self._note_undefined(verdict, sum(expected["undefined_counts"]), label)
+        self._take_probe_report(verdict, expected, "undefined_counts" in expected,
+                                sum(expected.get("undefined_counts") or []), label)
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
                                "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
                         timeout, f"running {label}", "performance")
@@ -657,26 +656,16 @@ class Worker:
         l2 = int(self.info.get("l2_bytes") or 0)
         flush_bytes = max(4 * l2, 64 << 20) if self.device != "cpu" else 32 << 20
         timings = []
-        stage = "performance"
-        timed = []
-        for pi, case in enumerate(task.perf_cases):
-            if pi not in checked:
-                continue
-            seed = self._perf_seed(verdict, pi)
-            seeds = [seed + k for k in range(opts["perf_input_sets"])]
-            prep_msg = {"op": "perf_prepare", "case": pi, "seeds": seeds, "flush_bytes": flush_bytes,
-                        "warmup_ms": opts["warmup_ms"]}
-            timed.append((pi, prep_msg))
-        if timed:
+        if checked:
             # One exclusive turn per task: a turn per perf case made every worker queue behind each
             # one (the writer waits for all readers in flight), and throughput fell by half.
             with self._gpu(verdict, exclusive=True):
                 # autotuning choices made next to other workers are dropped: tuned again, alone
-                retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners", stage)["autotuners"]
+                retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners",
+                                          "performance")["autotuners"]
                            for who, side in (("ref", ref), ("cand", cand))}
-                for pi, prep_msg in timed:
-                    self._time_case(task, ref, cand, verdict, opts, pi, checked, prep_msg, timings, spec)
-                    verdict.cases[-1].timing["autotuners_reset"] = retuned
+                for pi in sorted(checked):
+                    self._time_case(task, ref, cand, verdict, opts, pi, checked, flush_bytes, retuned, timings, spec)
         # untimed cases were recorded during the check: list every perf case in the task's order
         order = {case.label: i for i, case in enumerate(task.perf_cases)}
         perf = sorted((c for c in verdict.cases if c.kind == "performance"), key=lambda c: order.get(c.label, 0))
@@ -687,7 +676,8 @@ class Worker:
             verdict.speedup_ci95 = [agg.ci_low, agg.ci_high]
 
     def _time_case(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int,
-                   checked: dict[int, float | None], prep_msg: dict, timings: list, spec) -> None:
+                   checked: dict[int, float | None], flush_bytes: int, retuned: dict, timings: list,
+                   spec) -> None:
         """Warm up and time one perf case (the caller holds the GPU exclusively)."""
         from .hardware import roofline_ms
         from .stats import case_timing
@@ -698,7 +688,9 @@ class Worker:
         case = task.perf_cases[pi]
         label = f"perf case {case.label}"
         seed = self._perf_seed(verdict, pi)
-        seeds = prep_msg["seeds"]
+        seeds = [seed + k for k in range(opts["perf_input_sets"])]
+        prep_msg = {"op": "perf_prepare", "case": pi, "seeds": seeds, "flush_bytes": flush_bytes,
+                    "warmup_ms": opts["warmup_ms"]}
         if checked[pi] is None:  # ran out of memory next to other workers: check it now, alone
             mark = time.monotonic()
             self._spot_check(task, ref, cand, verdict, opts, pi)
@@ -758,7 +750,7 @@ class Worker:
                             timing={"calls_per_block": n, "blocks": opts["perf_blocks"],
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                     "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
-                                    "pad_ms": pad_ms,
+                                    "pad_ms": pad_ms, "autotuners_reset": retuned,
                                     "phase_s": phases, "child_phase_s": child_s})
         verdict.cases.append(result)
         if spec is not None and task.cost is not None:
