@@ -70,17 +70,23 @@ if __name__ == '__main__':
 '''
 
 
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory):
-    root = tmp_path_factory.mktemp("GEAK-eval")
+def write_checkout(root, stem: str, golden: str, instruction: str, perf: str | None = None, **entry):
+    """A one-task GEAK-eval layout under `root`: golden file, instruction JSON, optional perf script."""
     data = root / TRITONBENCH_DIR
     data.mkdir(parents=True)
-    (data / "add_value.py").write_text(KERNEL.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST)
-    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10 to every element.",
-                                                       "file": "add_value.py", "difficulty": "1"}]))
-    perf = root / TRITONBENCH_PERF_DIR
-    perf.mkdir(parents=True)
-    (perf / "add_value_perf.py").write_text(PERF)
+    (data / f"{stem}.py").write_text(golden)
+    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": instruction, "file": f"{stem}.py", **entry}]))
+    if perf is not None:
+        (root / TRITONBENCH_PERF_DIR).mkdir(parents=True)
+        (root / TRITONBENCH_PERF_DIR / f"{stem}_perf.py").write_text(perf)
+    return root
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    root = write_checkout(tmp_path_factory.mktemp("GEAK-eval"), "add_value",
+                          KERNEL.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST,
+                          "Add 10 to every element.", PERF, difficulty="1")
     cands = root / "candidates"
     cands.mkdir()
     (cands / "good.py").write_text(KERNEL.replace("VALUE", "10"))
@@ -127,14 +133,8 @@ HALF = KERNEL.replace("mask = offsets < N", "mask = offsets < N // 2")  # leaves
 def half_checkout(tmp_path_factory):
     """A golden that writes only the first half of its torch.empty output: GEAK-eval passes it
     because fresh memory tends to be zero; the judge must neither fail it nor compare garbage."""
-    root = tmp_path_factory.mktemp("GEAK-eval-half")
-    data = root / TRITONBENCH_DIR
-    data.mkdir(parents=True)
-    (data / "add_value.py").write_text(HALF.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST)
-    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
-    perf = root / TRITONBENCH_PERF_DIR
-    perf.mkdir(parents=True)
-    (perf / "add_value_perf.py").write_text(PERF)
+    root = write_checkout(tmp_path_factory.mktemp("GEAK-eval-half"), "add_value",
+                          HALF.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST, "Add 10.", PERF)
     cands = root / "candidates"
     cands.mkdir()
     (cands / "full.py").write_text(KERNEL.replace("VALUE", "10"))           # writes everything: fine
@@ -156,11 +156,7 @@ def test_reference_with_unwritten_outputs(half_checkout, candidate, stage):
 
 def judge_one_file_checkout(tmp_path, golden_file: str, candidate: str, seeds: int = 2):
     """Judge `candidate` (kernel code) against a one-task checkout whose golden file is `golden_file`."""
-    root = tmp_path / "GEAK-eval"
-    data = root / TRITONBENCH_DIR
-    data.mkdir(parents=True)
-    (data / "add_value.py").write_text(golden_file)
-    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Add 10.", "file": "add_value.py"}]))
+    root = write_checkout(tmp_path / "GEAK-eval", "add_value", golden_file, "Add 10.")
     (tmp_path / "candidate.py").write_text(candidate)
     (task,), _ = load_suite("tritonbench-revised", root)
     return judge_on_cpu(task, tmp_path / "candidate.py", seeds=seeds, perf=False)
@@ -181,13 +177,6 @@ def puzzle1(x: torch.Tensor):
 ''')
 
 
-def test_reference_that_breaks_on_poison_is_judged_without_probes(tmp_path):
-    verdict = judge_one_file_checkout(tmp_path, STICKY.replace("VALUE", "10") + SEPARATOR + TEST,
-                                      KERNEL.replace("VALUE", "10"))
-    assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
-    assert any("not probed" in flag and "read poisoned memory" in flag for flag in verdict.flags), verdict.flags
-
-
 LEFTOVER = KERNEL.replace("def puzzle1(x: torch.Tensor):\n", '''_calls = []
 
 
@@ -200,11 +189,13 @@ def puzzle1(x: torch.Tensor):
 ''')
 
 
-def test_reference_failing_after_a_probe_is_judged_again_without_probes(tmp_path):
-    verdict = judge_one_file_checkout(tmp_path, LEFTOVER.replace("VALUE", "10") + SEPARATOR + TEST,
+@pytest.mark.parametrize("golden,why", [(STICKY, "read poisoned memory"), (LEFTOVER, "after a probe")],
+                         ids=["breaks_on_poison", "fails_after_a_probe"])
+def test_reference_broken_by_probes_is_judged_again_without_probes(tmp_path, golden, why):
+    verdict = judge_one_file_checkout(tmp_path, golden.replace("VALUE", "10") + SEPARATOR + TEST,
                                       KERNEL.replace("VALUE", "10"))
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
-    assert any("not probed" in flag and "after a probe" in flag for flag in verdict.flags), verdict.flags
+    assert any("not probed" in flag and why in flag for flag in verdict.flags), verdict.flags
 
 
 def test_test_section_that_redefines_the_kernel_does_not_replace_the_candidate(tmp_path):
@@ -259,14 +250,8 @@ def test_reference_reading_past_an_input_is_compared_where_defined(tmp_path):
     """A golden that reads past the end of an input at perf shapes computes from whatever lies
     next to that input: the probes surround inputs with poisoned guard zones, so those positions
     are found undefined and the reference judged against itself passes, with a flag saying so."""
-    root = tmp_path / "GEAK-eval"
-    data = root / TRITONBENCH_DIR
-    data.mkdir(parents=True)
-    (data / "scaled_op.py").write_text(OVERREAD + SEPARATOR + OVERREAD_TEST)
-    (root / TRITONBENCH_JSON).write_text(json.dumps([{"instruction": "Scale.", "file": "scaled_op.py"}]))
-    perf = root / TRITONBENCH_PERF_DIR
-    perf.mkdir(parents=True)
-    (perf / "scaled_op_perf.py").write_text(OVERREAD_PERF)
+    root = write_checkout(tmp_path / "GEAK-eval", "scaled_op", OVERREAD + SEPARATOR + OVERREAD_TEST, "Scale.",
+                          OVERREAD_PERF)
     (task,), _ = load_suite("tritonbench-revised", root)
     verdict = judge_on_cpu(task, task.reference_impl, seeds=1, **dict(QUICK_PERF, perf_blocks=2))
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
