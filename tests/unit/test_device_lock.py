@@ -4,13 +4,13 @@ correctness checks (shared), and shared holders still overlap each other."""
 import threading
 import time
 
-from kernelwright.judge.worker import device_lock
+from kernelwright.judge.gpulock import device_lock
 
 
 def test_writer_lets_readers_pass_for_a_while_then_goes_first(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("kernelwright.judge.worker.WRITER_PATIENCE_S", 0.5)
+    monkeypatch.setattr("kernelwright.judge.gpulock.WRITER_PATIENCE_S", 0.5)
     order = []
     first_reader_in = threading.Event()
     release_first = threading.Event()
@@ -68,3 +68,89 @@ def test_readers_share(monkeypatch, tmp_path):
     for t in threads:
         t.join(6)
     assert not inside.broken
+
+
+def _exclusive_now(path) -> bool:
+    """Could anyone take the lock exclusively right now?"""
+    import fcntl
+
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return True
+
+
+def test_a_child_holds_the_gpu_shared_around_its_work_but_not_while_compiling(monkeypatch, tmp_path):
+    import triton.compiler
+
+    from kernelwright.judge import gpulock
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    lock_file = gpulock._lock_base() + ".lock"
+    synced = []
+    seen_during_compile = []
+
+    def fake_compile(src, **kwargs):
+        seen_during_compile.append(_exclusive_now(lock_file))
+        time.sleep(0.05)
+        return f"compiled {src}"
+
+    monkeypatch.setattr(triton.compiler, "compile", fake_compile)
+    hold = gpulock.SharedHold("cuda", lambda: synced.append(True))
+    assert gpulock.release_during_compile(hold)
+    assert gpulock.release_during_compile(hold)  # installing twice wraps once
+
+    assert _exclusive_now(lock_file)
+    with hold.hold(True):
+        assert not _exclusive_now(lock_file)  # a timing turn cannot start during our GPU work
+        assert triton.compiler.compile("k", target=None) == "compiled k"
+        assert seen_during_compile == [True]  # ...but can while we only compile
+        assert hold.held and not _exclusive_now(lock_file)  # taken again for the work after it
+    assert _exclusive_now(lock_file)
+    assert len(synced) == 2  # queued GPU work finished before each let-go
+    stats = hold.take_stats()
+    assert stats["compile_s"] >= 0.05
+    assert hold.take_stats() == {"wait_s": 0.0, "compile_s": 0.0}
+
+    # inside the worker's exclusive turn a request takes nothing, so compiling releases nothing
+    with hold.hold(False):
+        triton.compiler.compile("k2", target=None)
+    assert seen_during_compile == [True, True] and hold.take_stats()["compile_s"] == 0.0
+
+
+def test_a_waiting_timing_turn_gets_the_gpu_while_a_check_compiles(monkeypatch, tmp_path):
+    """The point of releasing: a writer does not wait for a long compilation to finish."""
+    import triton.compiler
+
+    from kernelwright.judge import gpulock
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(gpulock, "WRITER_PATIENCE_S", 0.0)
+    compiling = threading.Event()
+    writer_done = threading.Event()
+
+    def slow_compile(src, **kwargs):
+        compiling.set()
+        assert writer_done.wait(5), "the writer never got the GPU during the compilation"
+        return src
+
+    monkeypatch.setattr(triton.compiler, "compile", slow_compile)
+    hold = gpulock.SharedHold("cuda", lambda: None)
+    gpulock.release_during_compile(hold)
+
+    def writer():
+        assert compiling.wait(5)
+        with device_lock("cuda", exclusive=True):
+            writer_done.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    with hold.hold(True):
+        triton.compiler.compile("k")
+    t.join(5)
+    assert writer_done.is_set()

@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, NoReturn
 
 from . import procs, wire
+from .gpulock import SharedHold, release_during_compile
 
 POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed ints: an unwritten output never passes
 FREE_MEMORY_POISON_BYTES = 64 << 20
@@ -204,10 +205,22 @@ class Harness:
         self.flush_buffer = None
         self._pad = None
         self._cycles_per_ms: float | None = None
+        # Checks hold the GPU lock shared around their own GPU work only, never while compiling
+        # (installed before any foreign code can define or bind a kernel).
+        self.share = SharedHold(device, self._sync)
+        if self.is_gpu:
+            release_during_compile(self.share)
 
     # -- plumbing ---------------------------------------------------------------------------
     def send(self, obj: Any) -> None:
-        self.conn.send_bytes(wire.encode(obj))
+        """Reply to the worker. The GPU lock is let go first (after encoding: that copies outputs
+        off the device): blocking on the pipe while holding it could deadlock against a timing
+        turn the worker is waiting for."""
+        if isinstance(obj, dict) and self.share.enabled:
+            obj["gpu_lock_s"] = self.share.take_stats()
+        data = wire.encode(obj)
+        self.share.release()
+        self.conn.send_bytes(data)
 
     def serve(self) -> None:
         self.send({"op": "ready", **self._init_device()})
@@ -223,7 +236,11 @@ class Harness:
             if handler is None:
                 self.send({"op": op, "ok": False, "error": f"unknown op {op!r}"})
                 continue
-            handler(msg)
+            if op == "run":  # streams replies: takes the lock per item
+                handler(msg)
+                continue
+            with self.share.hold(bool(msg.get("gpu_lock"))):
+                handler(msg)
 
     def _init_device(self) -> dict:
         torch = self.torch
@@ -353,10 +370,11 @@ class Harness:
     def op_run(self, msg: dict) -> None:
         """Run each item (case, seed) and stream one reply per item."""
         for item in msg["items"]:
-            if self.role == "candidate":
-                reply = self._run_candidate_item(item)
-            else:
-                reply = self._run_reference_item(item)
+            with self.share.hold(bool(msg.get("gpu_lock"))):
+                if self.role == "candidate":
+                    reply = self._run_candidate_item(item)
+                else:
+                    reply = self._run_reference_item(item)
             reply_ok = bool(reply.get("ok"))
             self.send(reply)
             del reply

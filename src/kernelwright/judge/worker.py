@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import math
 import os
 import secrets
@@ -26,7 +25,9 @@ import time
 import traceback
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Callable
+
+from .gpulock import device_lock
 
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
@@ -71,10 +72,12 @@ class ChildFailure(Exception):
 class ChildProcess:
     """A forked child and the worker's end of its private pipe."""
 
-    def __init__(self, role: str, task, device: str, options: dict) -> None:
+    def __init__(self, role: str, task, device: str, options: dict,
+                 on_lock_stats: Callable[[dict], None] | None = None) -> None:
         from .child import child_main
 
         self.role = role
+        self.on_lock_stats = on_lock_stats  # seconds the child waited for the GPU / compiled unlocked
         self.task = task
         fd, self.log_path = tempfile.mkstemp(prefix=f"kernelwright-{role}-", suffix=".log")
         os.close(fd)
@@ -112,10 +115,14 @@ class ChildProcess:
         except (EOFError, ConnectionResetError, OSError):
             raise self._death(doing) from None
         try:
-            return wire.decode(data)
+            reply = wire.decode(data)
         except wire.WireError as exc:
             self.kill()
             raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
+        stats = reply.pop("gpu_lock_s", None) if isinstance(reply, dict) else None
+        if isinstance(stats, dict) and self.on_lock_stats is not None:
+            self.on_lock_stats(stats)
+        return reply
 
     def request(self, msg: dict, timeout: float, doing: str) -> dict:
         self.send(msg)
@@ -216,62 +223,20 @@ def classify_error(text: str) -> str:
     return "raised an exception"
 
 
-WRITER_PATIENCE_S = 5.0
-
-
 @contextlib.contextmanager
-def device_lock(device: str, exclusive: bool):
-    """A reader-writer lock per GPU, shared by every worker and every kernelwright run on this
-    machine: checking correctness takes it shared, timing takes it exclusive, so a measurement
-    never overlaps anyone else's work on that GPU.
-
-    A writer first waits `WRITER_PATIENCE_S` for a moment with no reader, letting readers come
-    and go: closing the door at once idled every other worker behind the longest check in
-    flight, at every timing turn (measured on the H200: half the throughput). After that it
-    passes a turnstile lock that every taker passes and keeps holding it until it has the GPU,
-    so new readers queue behind it (flock alone let checks starve timing for minutes)."""
-    if device == "cpu":
-        yield
-        return
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES") or "0"
-    base = os.path.join(tempfile.gettempdir(), f"kernelwright-gpu-{visible.replace(',', '_')}")
-    with open(base + ".lock", "a") as lock, open(base + ".turnstile", "a") as turnstile:
-        got = False
-        if exclusive:
-            deadline = time.monotonic() + WRITER_PATIENCE_S
-            while not got and time.monotonic() < deadline:
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    got = True
-                except BlockingIOError:
-                    time.sleep(0.005)
-        if not got:
-            fcntl.flock(turnstile, fcntl.LOCK_EX)
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            finally:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def gpu_turn(device: str, verdict, exclusive: bool):
-    """`device_lock`, with the wait added to the verdict's stage seconds (wait_shared or
-    wait_exclusive) and, for the exclusive lock, the time held added to `performance`."""
-    key = "wait_exclusive" if exclusive else "wait_shared"
+def exclusive_turn(device: str, verdict):
+    """This GPU to ourselves (`device_lock`, exclusive): the wait goes into the verdict's
+    `wait_exclusive` and the time held into `performance`."""
     mark = time.monotonic()
-    with device_lock(device, exclusive):
+    with device_lock(device, exclusive=True):
         got = time.monotonic()
-        verdict.stage_seconds[key] = round(verdict.stage_seconds.get(key, 0.0) + got - mark, 3)
+        verdict.stage_seconds["wait_exclusive"] = round(verdict.stage_seconds.get("wait_exclusive", 0.0)
+                                                        + got - mark, 3)
         try:
             yield
         finally:
-            if exclusive:
-                held = verdict.stage_seconds.get("performance", 0.0) + time.monotonic() - got
-                verdict.stage_seconds["performance"] = round(held, 3)
+            held = verdict.stage_seconds.get("performance", 0.0) + time.monotonic() - got
+            verdict.stage_seconds["performance"] = round(held, 3)
 
 
 class ProbeFailed(Exception):
@@ -289,6 +254,15 @@ class Worker:
         self.no_probe: dict[str, str] = {}  # task ref -> why its reference is not probed
         self._probe_failures: list[str] = []
         self._probed = False
+        self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
+
+    def _add_lock_stats(self, stats: dict) -> None:
+        for key, seconds in stats.items():
+            if isinstance(seconds, (int, float)):
+                self._lock_stats[key] = self._lock_stats.get(key, 0.0) + seconds
+
+    def _fork(self, role: str, task) -> ChildProcess:
+        return ChildProcess(role, task, self.device, self._child_options(role), self._add_lock_stats)
 
     # -- children ---------------------------------------------------------------------------
     def _child_options(self, role: str) -> dict:
@@ -298,7 +272,7 @@ class Worker:
 
     def start(self) -> dict:
         """Fork the first spare and read the device description from it."""
-        self.spare = ChildProcess("candidate", None, self.device, self._child_options("candidate"))
+        self.spare = self._fork("candidate", None)
         self.info = self.spare.ready(self.options.get("start_timeout", 300))
         return self.info
 
@@ -306,7 +280,7 @@ class Worker:
         child = self.spare
         self.spare = None
         if child is None or not child.alive:
-            child = ChildProcess("candidate", task, self.device, self._child_options("candidate"))
+            child = self._fork("candidate", task)
         child.task = task
         return child
 
@@ -319,10 +293,11 @@ class Worker:
             other.close()
             other.remove_log()
         self.references.clear()
-        child = ChildProcess("reference", task, self.device, self._child_options("reference"))
+        child = self._fork("reference", task)
         try:
             child.ready(timeout)
-            reply = child.request({"op": "load", "baseline_path": baseline_path},
+            # foreign reference code may touch the GPU at import: loaded under the shared lock
+            reply = child.request({"op": "load", "baseline_path": baseline_path, "gpu_lock": True},
                                   timeout, "loading the reference")
         except ChildFailure as exc:
             raise JudgeError(f"the reference process failed: {exc.reason}\n{exc.log_tail}") from None
@@ -361,6 +336,7 @@ class Worker:
 
         opts = dict(request["options"], probe=task.ref not in self.no_probe)
         self._probe_failures = []
+        self._lock_stats = {}
         self._probed = False  # whether any probe ran (a later reference failure may be its doing)
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
                           correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
@@ -376,18 +352,17 @@ class Worker:
                 verdict.flags.append("the reference failed on poisoned memory, so it was not probed for "
                                      f"outputs it leaves unwritten ({self.no_probe[task.ref]})")
             measure = bool(opts.get("perf") and task.perf_cases)
-            with self._gpu(verdict, exclusive=False):
-                # foreign reference code may touch the GPU at import: loaded under the lock too
-                mark = time.monotonic()
-                ref = self._reference_child(task, baseline_path, opts["load_timeout"])
-                cand = self._candidate_child(task)
-                verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
-                self._run_call_and_correctness(task, ref, cand, verdict, opts)
+            # Load, call and correctness checks share the GPU with other workers: each child holds
+            # the lock shared around its own GPU work, never while compiling (see gpulock).
+            mark = time.monotonic()
+            ref = self._reference_child(task, baseline_path, opts["load_timeout"])
+            cand = self._candidate_child(task)
+            verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
+            self._run_call_and_correctness(task, ref, cand, verdict, opts)
             if measure:
                 # Correctness at perf sizes, and with it the JIT compilation and autotuning at
-                # those shapes (CPU-bound, seconds per task), runs while other workers check
-                # correctness, under the shared lock per perf case; only re-tuning, warm-up and
-                # timing hold the GPU exclusively, in one turn per task.
+                # those shapes (CPU-bound, seconds per task), shares the GPU the same way; only
+                # re-tuning, warm-up and timing hold it exclusively, in one turn per task.
                 verdict.stage = "performance"
                 checked = self._check_perf_cases(task, ref, cand, verdict, opts)
                 self._run_performance(task, ref, cand, verdict, opts, checked)
@@ -423,7 +398,10 @@ class Worker:
                 cand.close()
                 cand.remove_log()
             self._collect_strays()
-            self.spare = ChildProcess("candidate", None, self.device, self._child_options("candidate"))
+            self.spare = self._fork("candidate", None)
+            for key, name in (("wait_s", "wait_shared"), ("compile_s", "compile_unlocked")):
+                if self._lock_stats.get(key):
+                    verdict.stage_seconds[name] = round(self._lock_stats[key], 3)
         return verdict.to_dict()
 
     def _collect_strays(self) -> None:
@@ -468,7 +446,7 @@ class Worker:
             cand.ready(opts["load_timeout"])
         except ChildFailure as exc:
             raise self._failure(cand, "call", "starting", exc.reason, exc.kind, log_tail=exc.log_tail) from None
-        self._ask(cand, {"op": "load", "path": verdict.candidate, "task_ref": task.ref},
+        self._ask(cand, {"op": "load", "path": verdict.candidate, "task_ref": task.ref, "gpu_lock": True},
                   opts["load_timeout"], "importing the candidate", "call")
 
         cases = task.correctness_cases
@@ -484,7 +462,7 @@ class Worker:
         if not items:
             raise JudgeError("no correctness case can run on this device")
 
-        ref.send({"op": "run", "items": items})  # the reference streams its replies ahead of us
+        ref.send({"op": "run", "items": items, "gpu_lock": True})  # the reference streams its replies ahead of us
         pending = len(items)
         results: dict[int, CaseResult] = {}
         try:
@@ -506,7 +484,7 @@ class Worker:
                     raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
                                         detail=expected.get("traceback", ""))
                 item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
-                got = self._ask(cand, {"op": "run", "items": [item]},
+                got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": True},
                                 opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
                 if n == 0:
                     verdict.call = True
@@ -597,10 +575,9 @@ class Worker:
                                                 "skipped: the Triton interpreter computes this dtype incorrectly"))
                 continue
             try:
-                with self._gpu(verdict, exclusive=False):
-                    mark = time.monotonic()
-                    self._spot_check(task, ref, cand, verdict, opts, pi)
-                    checked[pi] = round(time.monotonic() - mark, 4)
+                mark = time.monotonic()
+                self._spot_check(task, ref, cand, verdict, opts, pi, shared=True)
+                checked[pi] = round(time.monotonic() - mark, 4)
             except (CaseFailed, JudgeError) as exc:
                 # Other workers' processes hold GPU memory during the shared phase: a shape that
                 # does not fit now is checked again while this worker has the GPU to itself.
@@ -609,9 +586,6 @@ class Worker:
                 checked[pi] = None
         verdict.stage_seconds["perf_check"] = round(sum(v for v in checked.values() if v), 3)
         return checked
-
-    def _gpu(self, verdict, exclusive: bool):
-        return gpu_turn(self.device, verdict, exclusive)
 
     def _take_probe_report(self, verdict, expected: dict, probed: bool, undefined: int, where: str) -> None:
         """What a reference reply says about its probes: one that failed, whether one ran (a later
@@ -628,20 +602,22 @@ class Worker:
             verdict.flags.append(f"the reference leaves {undefined} output value(s) of {where} depending on "
                                  "uninitialised memory or memory outside its inputs; those positions are not compared")
 
-    def _spot_check(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int) -> None:
-        """One perf case computed by both sides and compared at sampled positions."""
+    def _spot_check(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int,
+                    shared: bool) -> None:
+        """One perf case computed by both sides and compared at sampled positions (`shared`: the
+        children take the GPU lock shared; otherwise the caller holds it exclusively)."""
         from .compare import compare_tensor
 
         label = f"perf case {task.perf_cases[pi].label}"
         seed = self._perf_seed(verdict, pi)
         timeout = opts["perf_timeout"]
         expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
-                                   "probe": opts.get("probe", True)},
+                                   "probe": opts.get("probe", True), "gpu_lock": shared},
                              timeout, f"computing {label}", "performance")
         self._take_probe_report(verdict, expected, "undefined_counts" in expected,
                                 sum(expected.get("undefined_counts") or []), label)
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
-                               "poison_sizes": [m["nbytes"] for m in expected["native_meta"]]},
+                               "poison_sizes": [m["nbytes"] for m in expected["native_meta"]], "gpu_lock": shared},
                         timeout, f"running {label}", "performance")
         self._check_spot(task, label, expected, got, compare_tensor)
 
@@ -659,7 +635,7 @@ class Worker:
         if checked:
             # One exclusive turn per task: a turn per perf case made every worker queue behind each
             # one (the writer waits for all readers in flight), and throughput fell by half.
-            with self._gpu(verdict, exclusive=True):
+            with exclusive_turn(self.device, verdict):
                 # autotuning choices made next to other workers are dropped: tuned again, alone
                 retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners",
                                           "performance")["autotuners"]
@@ -693,7 +669,7 @@ class Worker:
                     "warmup_ms": opts["warmup_ms"]}
         if checked[pi] is None:  # ran out of memory next to other workers: check it now, alone
             mark = time.monotonic()
-            self._spot_check(task, ref, cand, verdict, opts, pi)
+            self._spot_check(task, ref, cand, verdict, opts, pi, shared=False)
             checked[pi] = round(time.monotonic() - mark, 4)
         now = time.monotonic()
         marks = [now - checked[pi], now]  # phases: where a suite's perf time goes

@@ -1,0 +1,158 @@
+"""The per-GPU reader-writer lock that keeps timing alone on its GPU.
+
+Every judge process on the machine (every worker, every child, every kernelwright run) uses the
+same two lock files per GPU:
+- checking correctness holds it *shared*: children take it themselves around their own GPU work
+  (`SharedHold`) and let go of it while Triton compiles, which is CPU-only and most of a check;
+- timing holds it *exclusive*: the worker takes it (`device_lock`) for one turn per task, and its
+  children then run without taking anything.
+
+Holding the lock in the worker for a whole check (the first design) made a waiting writer idle
+every other worker behind the longest check in flight, compilation included: on the H200 the GPU
+was held exclusively only 12-29% of a suite run and the rest was mostly convoy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import time
+from typing import Callable
+
+WRITER_PATIENCE_S = 5.0
+
+
+def _lock_base() -> str:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES") or "0"
+    return os.path.join(tempfile.gettempdir(), f"kernelwright-gpu-{visible.replace(',', '_')}")
+
+
+def _acquire(lock, turnstile, exclusive: bool) -> None:
+    """A writer first waits `WRITER_PATIENCE_S` for a moment with no reader, letting readers come
+    and go: closing the door at once idled every other worker at every timing turn. After that it
+    passes a turnstile lock that every taker passes and keeps holding it until it has the GPU, so
+    new readers queue behind it (flock alone let checks starve timing for minutes)."""
+    if exclusive:
+        deadline = time.monotonic() + WRITER_PATIENCE_S
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                time.sleep(0.005)
+    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    finally:
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def device_lock(device: str, exclusive: bool):
+    """Hold this GPU's lock (shared or exclusive) for the block; a no-op on CPU."""
+    if device == "cpu":
+        yield
+        return
+    base = _lock_base()
+    with open(base + ".lock", "a") as lock, open(base + ".turnstile", "a") as turnstile:
+        _acquire(lock, turnstile, exclusive)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class SharedHold:
+    """A child's shared hold on its GPU, taken around the GPU work of one request and dropped
+    while Triton compiles (after a device synchronise, so none of this process's kernels are
+    still running when a timing turn starts). Seconds spent waiting and compiling unlocked are
+    counted for the verdict's profile."""
+
+    def __init__(self, device: str, synchronize: Callable[[], None]) -> None:
+        self.enabled = device != "cpu"
+        self._sync = synchronize
+        self._files = None
+        self.held = False
+        self.wait_s = 0.0
+        self.compile_s = 0.0
+
+    def _open(self):
+        if self._files is None:
+            base = _lock_base()
+            self._files = (open(base + ".lock", "a"), open(base + ".turnstile", "a"))
+        return self._files
+
+    def acquire(self) -> None:
+        if not self.enabled or self.held:
+            return
+        lock, turnstile = self._open()
+        mark = time.monotonic()
+        _acquire(lock, turnstile, exclusive=False)
+        self.wait_s += time.monotonic() - mark
+        self.held = True
+
+    def release(self) -> None:
+        """Drop the hold once this process's queued GPU work has finished."""
+        if not self.held:
+            return
+        try:
+            self._sync()
+        finally:
+            fcntl.flock(self._files[0], fcntl.LOCK_UN)
+            self.held = False
+
+    @contextlib.contextmanager
+    def hold(self, wanted: bool):
+        """Hold the lock for the block when `wanted` (requests inside the worker's exclusive turn
+        are not: the worker holds the GPU for them)."""
+        if not wanted:
+            yield
+            return
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+    @contextlib.contextmanager
+    def compiling(self):
+        """Around one Triton compilation: CPU work, so other processes may use the GPU meanwhile."""
+        was_held = self.held
+        mark = time.monotonic()
+        if was_held:
+            self.release()
+        try:
+            yield
+        finally:
+            self.compile_s += time.monotonic() - mark if was_held else 0.0
+            if was_held:
+                self.acquire()
+
+    def take_stats(self) -> dict[str, float]:
+        """Seconds waited and compiled unlocked since the last call."""
+        stats = {"wait_s": round(self.wait_s, 4), "compile_s": round(self.compile_s, 4)}
+        self.wait_s = self.compile_s = 0.0
+        return stats
+
+
+def release_during_compile(hold: SharedHold) -> bool:
+    """Wrap `triton.compiler.compile` (looked up by every JIT function when it first binds, hence
+    before any kernel of this process is compiled) so compilation runs outside the GPU lock.
+    Returns False when this Triton has no such function (the lock is then kept while compiling)."""
+    try:
+        import triton.compiler as compiler
+    except ImportError:
+        return False
+    original = getattr(compiler, "compile", None)
+    if original is None or getattr(original, "_kernelwright_unlocked", False):
+        return original is not None
+
+    def compile(*args, **kwargs):  # noqa: A001 - same name as the function it stands for
+        with hold.compiling():
+            return original(*args, **kwargs)
+
+    compile._kernelwright_unlocked = True
+    compiler.compile = compile
+    return True
