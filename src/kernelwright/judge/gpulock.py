@@ -49,6 +49,21 @@ def _acquire(lock, turnstile, exclusive: bool) -> None:
         fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
+def _try_shared(lock, turnstile) -> bool:
+    """Take the lock shared if that needs no waiting (no writer queued or holding it)."""
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def device_lock(device: str, exclusive: bool):
     """Hold this GPU's lock (shared or exclusive) for the block; a no-op on CPU."""
@@ -70,9 +85,11 @@ class SharedHold:
     still running when a timing turn starts). Seconds spent waiting and compiling unlocked are
     counted for the verdict's profile."""
 
-    def __init__(self, device: str, synchronize: Callable[[], None]) -> None:
+    def __init__(self, device: str, synchronize: Callable[[], None],
+                 on_wait: Callable[[str], None] | None = None) -> None:
         self.enabled = device != "cpu"
         self._sync = synchronize
+        self._on_wait = on_wait  # told "waiting" / "got" around a queued acquisition (timeouts exclude it)
         self._files = None
         self.held = False
         self.wait_s = 0.0
@@ -88,10 +105,17 @@ class SharedHold:
         if not self.enabled or self.held:
             return
         lock, turnstile = self._open()
-        mark = time.monotonic()
-        _acquire(lock, turnstile, exclusive=False)
-        self.wait_s += time.monotonic() - mark
+        if not _try_shared(lock, turnstile):
+            mark = time.monotonic()
+            self._tell("waiting")
+            _acquire(lock, turnstile, exclusive=False)
+            self.wait_s += time.monotonic() - mark
+            self._tell("got")
         self.held = True
+
+    def _tell(self, state: str) -> None:
+        if self._on_wait is not None:
+            self._on_wait(state)
 
     def release(self) -> None:
         """Drop the hold once this process's queued GPU work has finished."""

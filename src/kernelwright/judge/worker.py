@@ -32,6 +32,7 @@ from .gpulock import device_lock
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
 MAX_REPLY_BYTES = 4 << 30
+MAX_LOCK_CREDIT_S = 900.0  # queueing for the GPU that a child may add to one timeout
 
 
 def perf_subset(n: int, limit: int | None) -> set[int]:
@@ -105,20 +106,48 @@ class ChildProcess:
             raise self._death("receiving a request") from None
 
     def recv(self, timeout: float, doing: str) -> dict:
+        """The next reply, within `timeout` seconds of work. Between a child's `gpu_lock` notices
+        "waiting" and "got" (it queues for the shared GPU lock behind a timing turn) the clock
+        stops, for at most `MAX_LOCK_CREDIT_S` per reply: a forged notice can delay a verdict by
+        that much, never stop the clock for good."""
         from . import wire
 
-        try:
-            if not self.conn.poll(timeout):
+        deadline = time.monotonic() + timeout
+        credit = 0.0
+        waiting_since: float | None = None
+        while True:
+            now = time.monotonic()
+            if waiting_since is None:
+                budget = deadline - now
+            else:
+                budget = MAX_LOCK_CREDIT_S - credit - (now - waiting_since)
+            try:
+                if not self.conn.poll(max(0.0, budget)):
+                    self.kill()
+                    if waiting_since is not None:
+                        reason = f"waited more than {MAX_LOCK_CREDIT_S:g} s for the GPU while {doing}"
+                    else:
+                        waited = f" (plus {credit:.0f} s queueing for the GPU)" if credit >= 1 else ""
+                        reason = f"timed out after {timeout:g} s{waited} while {doing}"
+                    raise ChildFailure("timeout", reason, self.log_tail())
+                data = self.conn.recv_bytes(MAX_REPLY_BYTES)
+            except (EOFError, ConnectionResetError, OSError):
+                raise self._death(doing) from None
+            try:
+                reply = wire.decode(data)
+            except wire.WireError as exc:
                 self.kill()
-                raise ChildFailure("timeout", f"timed out after {timeout:g} s while {doing}", self.log_tail())
-            data = self.conn.recv_bytes(MAX_REPLY_BYTES)
-        except (EOFError, ConnectionResetError, OSError):
-            raise self._death(doing) from None
-        try:
-            reply = wire.decode(data)
-        except wire.WireError as exc:
-            self.kill()
-            raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
+                raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
+            if isinstance(reply, dict) and reply.get("op") == "gpu_lock":
+                now = time.monotonic()
+                if reply.get("state") == "waiting" and waiting_since is None:
+                    waiting_since = now
+                elif reply.get("state") == "got" and waiting_since is not None:
+                    credit += now - waiting_since
+                    deadline += now - waiting_since
+                    waiting_since = None
+                continue
+            break
         stats = reply.pop("gpu_lock_s", None) if isinstance(reply, dict) else None
         if isinstance(stats, dict) and self.on_lock_stats is not None:
             self.on_lock_stats(stats)
