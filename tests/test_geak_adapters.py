@@ -1,7 +1,10 @@
 """The GEAK-eval adapters read every file of a checkout: 184 TritonBench-revised tasks and 31 ROCm
 files. A file that does not become a task must come with a reason (nothing is dropped silently)."""
 
+import os
+
 import pytest
+import torch
 
 from kernelwright.suites.geak import (load_suite, portable_libdevice, rocm_files, split_source,
                                       tritonbench_files)
@@ -53,3 +56,27 @@ def test_split_and_portable_libdevice():
     assert "cuda" not in out and "hip" not in out
     assert "tl.extra.libdevice.exp" in out and "from triton.language.extra import libdevice" in out
     assert "from triton.language.extra.libdevice import isinf, isnan" in out
+
+
+def test_rocm_test_modules_run_in_a_throwaway_process(tmp_path, monkeypatch):
+    """Enumerating a ROCm file's parametrizations executes its top level (which may initialise
+    CUDA): that must happen in a forked process, or a judge worker could not fork children."""
+    from kernelwright.suites.geak import ROCM_DIR, ROCM_JSON, rocm_task
+
+    folder = tmp_path / ROCM_DIR
+    folder.mkdir(parents=True)
+    (tmp_path / ROCM_JSON).write_text("[]")
+    kernel = ("import os\nimport torch\nimport triton\nimport triton.language as tl\n"
+              "os.environ['KW_TOP_LEVEL_RAN'] = '1'\n\n@triton.jit\ndef thing_kernel(x_ptr):\n    pass\n")
+    tests = ("import pytest\nSIZES = [(2 ** i, i) for i in range(3)]\n\n"
+             "@pytest.mark.parametrize('n, k', SIZES)\n@pytest.mark.parametrize('dtype', [torch.float16, torch.float32])\n"
+             "def test_thing(n, k, dtype):\n    pass\n")
+    (folder / "thing.py").write_text(kernel + "#" * 146 + "\n" + tests)
+    monkeypatch.delenv("KW_TOP_LEVEL_RAN", raising=False)
+    task = rocm_task(tmp_path, "thing")
+    assert "KW_TOP_LEVEL_RAN" not in os.environ
+    assert not task.notes, task.notes  # enumerated by running (the list comprehension), not by reading
+    labels = [c.label for c in task.visible_cases]
+    assert len(labels) == 6 and "test_thing[4-2-torch.float32]" in labels, labels
+    args = dict(task.visible_cases[0].args)
+    assert isinstance(args["dtype"], torch.dtype) and isinstance(args["n"], int)

@@ -42,6 +42,9 @@ def test_bad_candidates_are_contained(pool):
         if verdict.stage != stage or reason not in verdict.reason:
             wrong.append(f"{path.name}: expected {stage} '{reason}', got {verdict.stage}: {verdict.reason}")
     assert not wrong, "\n".join(wrong)
+    # an out-of-memory verdict is only given after a second try with the GPU to itself
+    oom = verdicts[[p.name for p, _, _ in cases].index("out_of_memory.py")]
+    assert any("judged again with the GPU to itself" in f for f in oom.flags), oom.flags
     # the GPU is still usable after faults, hangs and OOMs
     again = pool.judge(task, CANDIDATES / "vector_add" / "good.py")
     assert again.passed, again.reason

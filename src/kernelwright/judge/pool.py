@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..tasks import Task
+from .gpulock import MAX_LOCK_CREDIT_S
 from .static import check_source
 from .verdict import JUDGE_ERROR, Verdict
 
@@ -166,8 +167,9 @@ def job_timeout(task: Task, opts: dict) -> float:
     worker, so it is the sum of everything the worker could legitimately spend, plus margin."""
     n_items = len(task.correctness_cases) * opts["seeds"] + 1
     perf_requests = len(task.perf_cases) * (2 * opts["perf_blocks"] + 8) if opts["perf"] else 0
-    return (opts["load_timeout"] * 3 + opts["call_timeout"] + opts["case_timeout"] * n_items * 2
-            + opts["perf_timeout"] * perf_requests + 60)
+    # Capped at a week: a task with thousands of perf cases must not overflow poll()'s timeout.
+    return min(opts["load_timeout"] * 3 + opts["call_timeout"] + opts["case_timeout"] * n_items * 2
+               + opts["perf_timeout"] * perf_requests + 60 + MAX_LOCK_CREDIT_S, 7 * 24 * 3600.0)
 
 
 class JudgePool:

@@ -27,12 +27,11 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from .gpulock import device_lock
+from .gpulock import MAX_LOCK_CREDIT_S, device_lock
 
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
 MAX_REPLY_BYTES = 4 << 30
-MAX_LOCK_CREDIT_S = 900.0  # queueing for the GPU that a child may add to one timeout
 
 
 def perf_subset(n: int, limit: int | None) -> set[int]:
@@ -284,6 +283,7 @@ class Worker:
         self._probe_failures: list[str] = []
         self._probed = False
         self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
+        self._alone = False  # judging with the GPU held exclusively throughout (after an OOM)
 
     def _add_lock_stats(self, stats: dict) -> None:
         for key, seconds in stats.items():
@@ -326,7 +326,8 @@ class Worker:
         try:
             child.ready(timeout)
             # foreign reference code may touch the GPU at import: loaded under the shared lock
-            reply = child.request({"op": "load", "baseline_path": baseline_path, "gpu_lock": True},
+            reply = child.request({"op": "load", "baseline_path": baseline_path,
+                                   "gpu_lock": not self._alone},
                                   timeout, "loading the reference")
         except ChildFailure as exc:
             raise JudgeError(f"the reference process failed: {exc.reason}\n{exc.log_tail}") from None
@@ -350,15 +351,38 @@ class Worker:
         from ..tasks import load_task_ref
 
         task = load_task_ref(request["task_ref"])
+        result = self._judge_probing(task, request)
+        if self.device != "cpu" and "out of memory" in (result.get("reason") or "").lower():
+            # Other workers' processes hold GPU memory while checks share the GPU: a task that ran
+            # out of it is judged again with the GPU to itself (a real excess fails again).
+            self._close_references()
+            mark = time.monotonic()
+            with device_lock(self.device, exclusive=True):
+                waited = time.monotonic() - mark
+                self._alone = True
+                try:
+                    result = self._judge_probing(task, request)
+                finally:
+                    self._alone = False
+            seconds = result.setdefault("stage_seconds", {})
+            seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
+            result.setdefault("flags", []).append("ran out of GPU memory next to other workers: judged "
+                                                  "again with the GPU to itself")
+        return result
+
+    def _judge_probing(self, task, request: dict) -> dict:
         try:
             return self._judge(task, request)
         except ProbeFailed as exc:
             self.no_probe[task.ref] = str(exc)
-            for child in self.references.values():  # its CUDA context may be broken
-                child.close()
-                child.remove_log()
-            self.references.clear()
+            self._close_references()  # its CUDA context may be broken
             return self._judge(task, request)
+
+    def _close_references(self) -> None:
+        for child in self.references.values():
+            child.close()
+            child.remove_log()
+        self.references.clear()
 
     def _judge(self, task, request: dict) -> dict:
         from .verdict import JUDGE_ERROR, PASSED, Verdict
@@ -475,7 +499,8 @@ class Worker:
             cand.ready(opts["load_timeout"])
         except ChildFailure as exc:
             raise self._failure(cand, "call", "starting", exc.reason, exc.kind, log_tail=exc.log_tail) from None
-        self._ask(cand, {"op": "load", "path": verdict.candidate, "task_ref": task.ref, "gpu_lock": True},
+        self._ask(cand, {"op": "load", "path": verdict.candidate, "task_ref": task.ref,
+                         "gpu_lock": not self._alone},
                   opts["load_timeout"], "importing the candidate", "call")
 
         cases = task.correctness_cases
@@ -491,7 +516,8 @@ class Worker:
         if not items:
             raise JudgeError("no correctness case can run on this device")
 
-        ref.send({"op": "run", "items": items, "gpu_lock": True})  # the reference streams its replies ahead of us
+        # the reference streams its replies ahead of us
+        ref.send({"op": "run", "items": items, "gpu_lock": not self._alone})
         pending = len(items)
         results: dict[int, CaseResult] = {}
         try:
@@ -513,7 +539,7 @@ class Worker:
                     raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
                                         detail=expected.get("traceback", ""))
                 item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
-                got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": True},
+                got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": not self._alone},
                                 opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
                 if n == 0:
                     verdict.call = True
@@ -641,12 +667,13 @@ class Worker:
         seed = self._perf_seed(verdict, pi)
         timeout = opts["perf_timeout"]
         expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
-                                   "probe": opts.get("probe", True), "gpu_lock": shared},
+                                   "probe": opts.get("probe", True), "gpu_lock": shared and not self._alone},
                              timeout, f"computing {label}", "performance")
         self._take_probe_report(verdict, expected, "undefined_counts" in expected,
                                 sum(expected.get("undefined_counts") or []), label)
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
-                               "poison_sizes": [m["nbytes"] for m in expected["native_meta"]], "gpu_lock": shared},
+                               "poison_sizes": [m["nbytes"] for m in expected["native_meta"]],
+                               "gpu_lock": shared and not self._alone},
                         timeout, f"running {label}", "performance")
         self._check_spot(task, label, expected, got, compare_tensor)
 
@@ -664,7 +691,7 @@ class Worker:
         if checked:
             # One exclusive turn per task: a turn per perf case made every worker queue behind each
             # one (the writer waits for all readers in flight), and throughput fell by half.
-            with exclusive_turn(self.device, verdict):
+            with (contextlib.nullcontext() if self._alone else exclusive_turn(self.device, verdict)):
                 # autotuning choices made next to other workers are dropped: tuned again, alone
                 retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners",
                                           "performance")["autotuners"]

@@ -23,6 +23,7 @@ import contextlib
 import io
 import itertools
 import json
+import os
 import random
 import re
 import sys
@@ -405,17 +406,47 @@ def _parametrizations(fn: ast.FunctionDef, env: dict[str, Any]) -> list[dict[str
 
 def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -> dict[str, list[dict]]:
     """Execute the test module (definitions only; nothing is called) and read pytest's own
-    parametrize marks: this follows list comprehensions and helper calls that AST reading cannot."""
+    parametrize marks: this follows list comprehensions and helper calls that AST reading cannot.
+
+    The module runs in a forked, short-lived process: its top-level code may initialise CUDA (a
+    `DEVICE = ...` line), and a judge worker that had done so could no longer fork working
+    children. Only plain data comes back (see `_plain`)."""
     import pytest  # noqa: F401 - the ROCm files import it; fail here with a clear ImportError
 
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the forked enumerator; never returns
+        code = 1
+        try:
+            os.close(read_end)
+            payload = json.dumps({"ok": True, "found": _enumerate_marks(path, kernel_code, test_code)})
+        except BaseException as exc:  # noqa: BLE001
+            payload = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        try:
+            with os.fdopen(write_end, "w") as out:
+                out.write(payload)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as inp:
+        text = inp.read()
+    os.waitpid(pid, 0)
+    if not text:
+        raise RuntimeError("the enumerating process died before reporting")
+    result = json.loads(text)
+    if not result["ok"]:
+        raise RuntimeError(result["error"])
+    return {test: [{k: _unplain(v) for k, v in params.items()} for params in combos]
+            for test, combos in result["found"].items()}
+
+
+def _enumerate_marks(path: Path, kernel_code: str, test_code: str) -> dict[str, list[dict]]:
     geak_compat.install()
     name = f"kernelwright_rocm_enum_{path.stem}"
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # custom marks (pytest.mark.interpreter) are not ours to register
-            module = exec_module(name, portable_libdevice(kernel_code) + "\n" + test_code, str(path))
-    finally:
-        sys.modules.pop(name, None)
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # custom marks (pytest.mark.interpreter) are not ours to register
+        module = exec_module(name, portable_libdevice(kernel_code) + "\n" + test_code, str(path))
     found: dict[str, list[dict]] = {}
     for attr, fn in vars(module).items():
         if not (attr.startswith("test_") and callable(fn)):
@@ -431,8 +462,33 @@ def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -
                 value = getattr(value, "values", value)  # pytest.param(...)
                 rows.append(dict(zip(names, value if len(names) > 1 else (value,))))
             axes.append(rows)
-        found[attr] = _product(axes)
+        found[attr] = [{k: _plain(v) for k, v in params.items()} for params in _product(axes)]
     return found
+
+
+def _plain(value: Any) -> Any:
+    """A parametrize value as JSON: numbers, strings, None, lists, tuples and torch dtypes."""
+    import torch
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, (tuple, list)):
+        return {"tuple" if isinstance(value, tuple) else "list": [_plain(v) for v in value]}
+    raise TypeError(f"parametrize value {value!r} ({type(value).__name__}) is not plain data")
+
+
+def _unplain(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "dtype" in value:
+            import torch
+
+            return getattr(torch, value["dtype"])
+        if "tuple" in value:
+            return tuple(_unplain(v) for v in value["tuple"])
+        return [_unplain(v) for v in value["list"]]
+    return value
 
 
 def _case_label(test: str, params: dict) -> str:
