@@ -80,3 +80,56 @@ def test_rocm_test_modules_run_in_a_throwaway_process(tmp_path, monkeypatch):
     assert len(labels) == 6 and "test_thing[4-2-torch.float32]" in labels, labels
     args = dict(task.visible_cases[0].args)
     assert isinstance(args["dtype"], torch.dtype) and isinstance(args["n"], int)
+
+
+ROCM_ADD = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+''' + "#" * 146 + '''
+import pytest
+
+result_gold = {}
+
+
+@pytest.mark.parametrize("n", [100, 7, 300])
+def test_add(n, request):
+    if n == 7:
+        pytest.skip("odd sizes are not supported")
+    x = torch.randn(n)
+    y = torch.randn(n)
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
+    result_gold[request.node.name] = out.clone()
+'''
+
+
+def test_inputs_a_rocm_test_skips_are_recorded_as_skipped_not_failed(tmp_path, monkeypatch):
+    from kernelwright.suites import geak
+    from kernelwright.suites.geak import ROCM_DIR, ROCM_JSON, rocm_task
+
+    from .conftest import judge_on_cpu
+
+    folder = tmp_path / ROCM_DIR
+    folder.mkdir(parents=True)
+    (tmp_path / ROCM_JSON).write_text("[]")
+    (folder / "add.py").write_text(ROCM_ADD)
+    task = rocm_task(tmp_path, "add")
+    # the enumeration is cached by content: a process that cannot fork an enumerator (a judge
+    # child with CUDA initialised) reads the same cases
+    monkeypatch.setattr(geak, "_run_enumerator", lambda *a: (_ for _ in ()).throw(RuntimeError("no fork")))
+    again = rocm_task(tmp_path, "add")
+    assert [c.label for c in again.visible_cases] == [c.label for c in task.visible_cases]
+    assert not again.notes
+
+    verdict = judge_on_cpu(task, folder / "add.py", seeds=2, perf=False)
+    assert verdict.passed, verdict.reason
+    skipped = [c for c in verdict.cases if c.ok is None]
+    assert [c.label for c in skipped] == ["test_add[7]"] and "odd sizes" in skipped[0].reason
+    assert sum(1 for c in verdict.cases if c.ok) == 2

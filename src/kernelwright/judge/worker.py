@@ -232,6 +232,10 @@ class CaseFailed(Exception):
         self.stage, self.reason, self.detail, self.log_tail = stage, reason, detail, log_tail
 
 
+class CaseSkipped(Exception):
+    """The task's own test skips this input (pytest.skip in an adapter's reference)."""
+
+
 class JudgeError(Exception):
     """The judge cannot decide (for instance the task's own reference fails)."""
 
@@ -520,8 +524,9 @@ class Worker:
         ref.send({"op": "run", "items": items, "gpu_lock": not self._alone})
         pending = len(items)
         results: dict[int, CaseResult] = {}
+        n = 0  # items compared so far: the first one is the call
         try:
-            for n, (item, label) in enumerate(zip(items, labels)):
+            for item, label in zip(items, labels):
                 case = cases[item["case"]]
                 stage = "call" if n == 0 else "correctness"
                 try:
@@ -538,6 +543,12 @@ class Worker:
                     pending = 0  # the reference stops streaming after an error
                     raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
                                         detail=expected.get("traceback", ""))
+                if "skipped" in expected:  # the task's own test skips this input (pytest.skip)
+                    if item["case"] not in results:
+                        results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), None,
+                                                           f"skipped by the task's own test: {expected['skipped']}")
+                        verdict.cases.append(results[item["case"]])
+                    continue
                 item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
                 got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": not self._alone},
                                 opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
@@ -554,6 +565,7 @@ class Worker:
                 result.seeds.append(item["seed"])
                 result.launches += got["launches"]
                 result.seconds = round(result.seconds + got["seconds"], 6)
+                n += 1
                 if problem is not None:
                     reason, detail = problem
                     result.ok, result.reason, result.error = False, reason, detail
@@ -561,6 +573,8 @@ class Worker:
         except CaseFailed:
             self._drain(ref, pending, opts["case_timeout"])
             raise
+        if n == 0:
+            raise JudgeError("the task's own tests skip every correctness case on this device")
         verdict.correct = True
         verdict.stage_seconds["correctness"] = round(time.monotonic() - started, 3)
 
@@ -633,6 +647,9 @@ class Worker:
                 mark = time.monotonic()
                 self._spot_check(task, ref, cand, verdict, opts, pi, shared=True)
                 checked[pi] = round(time.monotonic() - mark, 4)
+            except CaseSkipped as skip:
+                verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
+                                                f"skipped by the task's own test: {skip}"))
             except (CaseFailed, JudgeError) as exc:
                 # Other workers' processes hold GPU memory during the shared phase: a shape that
                 # does not fit now is checked again while this worker has the GPU to itself.
@@ -669,6 +686,8 @@ class Worker:
         expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
                                    "probe": opts.get("probe", True), "gpu_lock": shared and not self._alone},
                              timeout, f"computing {label}", "performance")
+        if "skipped" in expected:
+            raise CaseSkipped(expected["skipped"])
         self._take_probe_report(verdict, expected, "undefined_counts" in expected,
                                 sum(expected.get("undefined_counts") or []), label)
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import io
 import itertools
 import json
@@ -27,6 +28,7 @@ import os
 import random
 import re
 import sys
+import tempfile
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -410,9 +412,27 @@ def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -
 
     The module runs in a forked, short-lived process: its top-level code may initialise CUDA (a
     `DEVICE = ...` line), and a judge worker that had done so could no longer fork working
-    children. Only plain data comes back (see `_plain`)."""
+    children. Only plain data comes back (see `_plain`), and it is kept in a cache file keyed by
+    the file's content: the judge's children, which have CUDA initialised and so cannot run a
+    forked enumerator themselves, read the same cases the coordinator found."""
     import pytest  # noqa: F401 - the ROCm files import it; fail here with a clear ImportError
 
+    digest = hashlib.sha256("\0".join((str(path), kernel_code, test_code)).encode()).hexdigest()[:32]
+    cache = Path(tempfile.gettempdir()) / "kernelwright-rocm-cases" / f"{digest}.json"
+    try:
+        found = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        found = _run_enumerator(path, kernel_code, test_code)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(found))
+        os.replace(partial, cache)
+    return {test: [{k: _unplain(v) for k, v in params.items()} for params in combos]
+            for test, combos in found.items()}
+
+
+def _run_enumerator(path: Path, kernel_code: str, test_code: str) -> dict[str, list[dict]]:
+    """`_enumerate_marks` in a forked process; its result as plain data."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the forked enumerator; never returns
@@ -437,8 +457,7 @@ def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -
     result = json.loads(text)
     if not result["ok"]:
         raise RuntimeError(result["error"])
-    return {test: [{k: _unplain(v) for k, v in params.items()} for params in combos]
-            for test, combos in result["found"].items()}
+    return result["found"]
 
 
 def _enumerate_marks(path: Path, kernel_code: str, test_code: str) -> dict[str, list[dict]]:
