@@ -8,6 +8,7 @@ import torch
 
 from kernelwright.suites.geak import (load_suite, portable_libdevice, rocm_files, split_source,
                                       tritonbench_files)
+from kernelwright.judge.static import check_source
 from kernelwright.tasks import load_task_ref
 
 from .conftest import GEAK_EVAL
@@ -29,6 +30,8 @@ def test_every_file_is_a_task_or_has_a_reason(suite, count, files):
         assert task.instruction and task.visible_cases
         assert task.reference_impl is not None and task.reference_impl.is_file()
         assert task.ref.startswith(f"{suite}:")
+        # the suite's own reference passes the static stage (a comma-joined kernel list once did not)
+        assert check_source(task.reference_impl, task.entry_point.name).ok, task.name
     if suite == "tritonbench-revised":
         assert not problems
         assert sum(1 for t in tasks if t.perf_cases) >= 175  # perf inputs found for (almost) all
@@ -133,3 +136,31 @@ def test_inputs_a_rocm_test_skips_are_recorded_as_skipped_not_failed(tmp_path, m
     skipped = [c for c in verdict.cases if c.ok is None]
     assert [c.label for c in skipped] == ["test_add[7]"] and "odd sizes" in skipped[0].reason
     assert sum(1 for c in verdict.cases if c.ok) == 2
+
+
+def test_kernels_defined_in_a_test_section_compile_from_the_executed_text(tmp_path):
+    """GEAK's ROCm layernorm/rmsnorm_bwd define @triton.jit kernels below the separator: Triton
+    reads a kernel's source through inspect, so the executed text must be findable by its name."""
+    import inspect
+
+    from kernelwright.suites.geak import exec_source
+
+    namespace: dict = {}
+    exec_source("import triton\n\n@triton.jit\ndef helper_kernel(x_ptr):\n    pass\n", "<thing test code>", namespace)
+    assert "def helper_kernel" in namespace["helper_kernel"].src
+    # for a real file, the rewritten text (portable libdevice) is what Triton sees, not the disk
+    path = tmp_path / "golden.py"
+    path.write_text("def f():\n    return 'on disk'\n")
+    exec_source("def f():\n    return 'rewritten'\n", str(path), namespace)
+    assert "rewritten" in inspect.getsource(namespace["f"])
+
+
+def test_a_rocm_perf_op_that_returns_a_launch_handle_is_checked_on_the_tensors_it_writes():
+    from kernelwright.suites.geak import _with_outputs
+
+    x, out = torch.ones(4), torch.zeros(4)
+    kernel_args = [x, out, 4]
+    op = lambda: (kernel_args[1].copy_(kernel_args[0] * 2), object())[1]  # noqa: E731 - like GEAK's op_lambda
+    outputs = _with_outputs(op)()
+    assert len(outputs) == 2 and torch.equal(outputs[1], torch.full((4,), 2.0))
+    assert torch.equal(_with_outputs(lambda: x + 1)(), x + 1)  # a returned tensor is used as it is
