@@ -7,8 +7,9 @@ Reads the per-task JSONL that `kernelwright judge-suite` writes (it is never mod
   * summed stage seconds (reference load, lock waits, call, correctness, performance) and, for
     the performance stage, the summed phases (spot check, warm-up, timing blocks, release) and
     the per-perf-case mean;
-  * for a `--candidates reference` run: per-task speedups, the median and max |speedup - 1|, and how
-    many per-task 95% intervals cover 1.0.
+  * for a `--candidates reference` run: per-task speedups, the median and max |speedup - 1|, how
+    many per-task 95% intervals cover 1.0, and in how many perf cases the two sides' autotuners
+    chose different configs.
 """
 
 from __future__ import annotations
@@ -58,8 +59,12 @@ def profile(records: list[dict]) -> dict:
                     child_phases[name] += seconds
         if verdict["stage"] == "passed" and verdict.get("speedup") is not None:
             low, high = verdict.get("speedup_ci95") or (None, None)
+            # perf cases where the two sides' autotuners chose different configs (recorded since
+            # the third session of 2026-12-01)
+            apart = sum(1 for c in verdict.get("cases", []) if (c.get("timing") or {}).get("tuned")
+                        and c["timing"]["tuned"].get("ref") != c["timing"]["tuned"].get("cand"))
             speedups.append({"task": record["task"], "speedup": verdict["speedup"], "ci95": [low, high],
-                             "covers_1": low is not None and low <= 1.0 <= high})
+                             "covers_1": low is not None and low <= 1.0 <= high, "tuned_apart": apart})
     deviations = [abs(s["speedup"] - 1.0) for s in speedups]
     return {
         "tasks": len(records),
@@ -98,7 +103,8 @@ def main() -> None:
         print(f"speedup over {len(report['speedups'])} passed tasks: median |s-1| {report['median_abs_dev']}, "
               f"max {report['max_abs_dev']}, 95% CI covers 1.0 in {report['ci_covers_1']}")
         for s in worst:
-            print(f"  {s['task']:40s} {s['speedup']:.4f}  CI [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]")
+            apart = f"  autotuned apart in {s['tuned_apart']} perf case(s)" if s.get("tuned_apart") else ""
+            print(f"  {s['task']:40s} {s['speedup']:.4f}  CI [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]{apart}")
 
 
 if __name__ == "__main__":

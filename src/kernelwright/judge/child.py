@@ -140,6 +140,17 @@ class LaunchCounter:
             getattr(tuner, "cache", {}).clear()
         return len(self.autotuners)
 
+    def tuned_configs(self) -> dict[str, str]:
+        """Each autotuned kernel's current choice, by kernel name: a reference timed against
+        itself can come out 20% apart when the two sides settle on different configs."""
+        chosen = {}
+        for tuner in list(self.autotuners):
+            best = getattr(tuner, "best_config", None)
+            if best is not None:
+                name = getattr(getattr(tuner, "base_fn", None), "__name__", "kernel")
+                chosen[name] = str(best)
+        return chosen
+
     def install(self) -> None:
         try:
             from triton.runtime.autotuner import Autotuner
@@ -677,7 +688,8 @@ class Harness:
                        "flush_ms": flush_ms, "pad_ms": pad_ms, "host_ms": float(sorted(host_ms)[len(host_ms) // 2]),
                        # host latency only ever adds to a gap: the minimum is the cleanest reading
                        "gap_ms": float(min(gaps)),
-                       "warmup_launches": self.counter.own - before, "warmup_calls": calls})
+                       "warmup_launches": self.counter.own - before, "warmup_calls": calls,
+                       "tuned": self.counter.tuned_configs()})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("perf_prepare", exc))
 

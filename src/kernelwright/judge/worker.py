@@ -802,6 +802,7 @@ class Worker:
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                     "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
                                     "pad_ms": pad_ms, "autotuners_reset": retuned,
+                                    "tuned": {"ref": ref_prep.get("tuned", {}), "cand": cand_prep.get("tuned", {})},
                                     "phase_s": phases, "child_phase_s": child_s})
         verdict.cases.append(result)
         if spec is not None and task.cost is not None:
