@@ -214,3 +214,32 @@ def test_a_forged_wait_notice_cannot_stop_the_clock_for_good(monkeypatch):
         assert exc.kind == "timeout" and "waited more than 0.4 s for the GPU" in exc.reason
     assert time.monotonic() - start < 0.95
     sender.join(5)
+
+
+def test_a_long_check_lets_a_waiting_timer_in_between_its_runs(monkeypatch, tmp_path):
+    from kernelwright.judge import gpulock
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(gpulock, "WRITER_PATIENCE_S", 0.0)
+    order = []
+    hold = gpulock.SharedHold("cuda", lambda: None, on_wait=lambda state: order.append(f"check {state}"))
+    writer_waiting = threading.Event()
+
+    def writer():
+        writer_waiting.set()
+        with device_lock("cuda", exclusive=True):
+            order.append("timer in")
+
+    with hold.hold(True):
+        order.append("run 1")
+        t = threading.Thread(target=writer)
+        t.start()
+        assert writer_waiting.wait(5)
+        time.sleep(0.2)  # the timer now queues behind this check
+        assert "timer in" not in order
+        hold.yield_turn()
+        order.append("run 2")
+    t.join(5)
+    assert order.index("timer in") < order.index("run 2"), order
+    assert order[order.index("run 1") + 1:].count("check waiting") <= 1

@@ -471,6 +471,7 @@ class Harness:
         # value in all three runs; one that depends on uninitialised memory differs somewhere
         # (stale memory in the clean run can itself be NaN, so one poison is not enough).
         for byte in (POISON_BYTE, 0x00):
+            self.share.yield_turn()  # each run is a full call: a waiting timer need not wait for all three
             self.poison_byte = byte
             guarded = self._guarded(args, byte)
             self._poison_free_memory([m["nbytes"] for m in meta])
