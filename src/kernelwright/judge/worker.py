@@ -482,9 +482,9 @@ class Worker:
     @staticmethod
     def _failure(child: ChildProcess, stage: str, doing: str, error: str, kind: str,
                  detail: str = "", log_tail: str = "") -> Exception:
-        if child.role == "reference":
-            return JudgeError(f"the task's reference failed while {doing}: {error}\n{detail}{log_tail}")
         log_tail = log_tail or child.log_tail()
+        if child.role == "reference":  # its log tail says why (a crash leaves no traceback in the reply)
+            return JudgeError(f"the task's reference failed while {doing}: {error}\n{detail}{log_tail}")
         if kind == "timeout":
             reason = f"{error} (an infinite loop in host code, or a kernel that never terminates?)"
         elif kind == "error":
@@ -535,7 +535,8 @@ class Worker:
                                         f"computing the reference for {label}")
                 except ChildFailure as exc:
                     pending = 0
-                    raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind) from None
+                    raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind,
+                                        log_tail=exc.log_tail) from None
                 pending -= 1
                 undefined = sum(int(m.sum()) for m in expected.get("undefined") or [] if m is not None)
                 self._take_probe_report(verdict, expected, "undefined" in expected, undefined, f"case {case.label}")
