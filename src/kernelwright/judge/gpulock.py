@@ -30,6 +30,12 @@ def _lock_base() -> str:
     return os.path.join(tempfile.gettempdir(), f"kernelwright-gpu-{visible.replace(',', '_')}")
 
 
+def _open_lock_files():
+    """(lock, turnstile): this GPU's two lock files, opened for flock."""
+    base = _lock_base()
+    return open(base + ".lock", "a"), open(base + ".turnstile", "a")
+
+
 def _acquire(lock, turnstile, exclusive: bool) -> None:
     """A writer first waits `WRITER_PATIENCE_S` for a moment with no reader, letting readers come
     and go: closing the door at once idled every other worker at every timing turn. After that it
@@ -71,8 +77,8 @@ def device_lock(device: str, exclusive: bool):
     if device == "cpu":
         yield
         return
-    base = _lock_base()
-    with open(base + ".lock", "a") as lock, open(base + ".turnstile", "a") as turnstile:
+    lock, turnstile = _open_lock_files()
+    with lock, turnstile:
         _acquire(lock, turnstile, exclusive)
         try:
             yield
@@ -98,8 +104,7 @@ class SharedHold:
 
     def _open(self):
         if self._files is None:
-            base = _lock_base()
-            self._files = (open(base + ".lock", "a"), open(base + ".turnstile", "a"))
+            self._files = _open_lock_files()
         return self._files
 
     def acquire(self) -> None:
@@ -153,16 +158,16 @@ class SharedHold:
     @contextlib.contextmanager
     def compiling(self):
         """Around one Triton compilation: CPU work, so other processes may use the GPU meanwhile."""
-        was_held = self.held
+        if not self.held:
+            yield
+            return
         mark = time.monotonic()
-        if was_held:
-            self.release()
+        self.release()
         try:
             yield
         finally:
-            self.compile_s += time.monotonic() - mark if was_held else 0.0
-            if was_held:
-                self.acquire()
+            self.compile_s += time.monotonic() - mark
+            self.acquire()
 
     def take_stats(self) -> dict[str, float]:
         """Seconds waited and compiled unlocked since the last call."""

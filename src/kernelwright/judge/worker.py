@@ -255,22 +255,6 @@ def classify_error(text: str) -> str:
     return "raised an exception"
 
 
-@contextlib.contextmanager
-def exclusive_turn(device: str, verdict):
-    """This GPU to ourselves (`device_lock`, exclusive): the wait goes into the verdict's
-    `wait_exclusive` and the time held into `performance`."""
-    mark = time.monotonic()
-    with device_lock(device, exclusive=True):
-        got = time.monotonic()
-        verdict.stage_seconds["wait_exclusive"] = round(verdict.stage_seconds.get("wait_exclusive", 0.0)
-                                                        + got - mark, 3)
-        try:
-            yield
-        finally:
-            held = verdict.stage_seconds.get("performance", 0.0) + time.monotonic() - got
-            verdict.stage_seconds["performance"] = round(held, 3)
-
-
 class ProbeFailed(Exception):
     """The reference failed on poisoned memory and its process may be unusable: judge again
     without probes."""
@@ -287,7 +271,42 @@ class Worker:
         self._probe_failures: list[str] = []
         self._probed = False
         self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
-        self._alone = False  # judging with the GPU held exclusively throughout (after an OOM)
+        # This worker holds the GPU exclusively (a timing turn, or a whole task judged alone after
+        # running out of memory): its children then take no lock themselves.
+        self._exclusive_held = False
+
+    @property
+    def _share_gpu(self) -> bool:
+        """Whether a request's children take the GPU lock shared around their GPU work."""
+        return not self._exclusive_held
+
+    @contextlib.contextmanager
+    def _exclusive(self):
+        """Hold this GPU exclusively for the block (a no-op when already held); yields the seconds
+        spent waiting for it."""
+        if self._exclusive_held:
+            yield 0.0
+            return
+        mark = time.monotonic()
+        with device_lock(self.device, exclusive=True):
+            self._exclusive_held = True
+            try:
+                yield time.monotonic() - mark
+            finally:
+                self._exclusive_held = False
+
+    @contextlib.contextmanager
+    def _timing_turn(self, verdict):
+        """`_exclusive`, with the wait added to the verdict's `wait_exclusive` and the time held to
+        `performance`."""
+        with self._exclusive() as waited:
+            got = time.monotonic()
+            seconds = verdict.stage_seconds
+            seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
+            try:
+                yield
+            finally:
+                seconds["performance"] = round(seconds.get("performance", 0.0) + time.monotonic() - got, 3)
 
     def _add_lock_stats(self, stats: dict) -> None:
         for key, seconds in stats.items():
@@ -331,7 +350,7 @@ class Worker:
             child.ready(timeout)
             # foreign reference code may touch the GPU at import: loaded under the shared lock
             reply = child.request({"op": "load", "baseline_path": baseline_path,
-                                   "gpu_lock": not self._alone},
+                                   "gpu_lock": self._share_gpu},
                                   timeout, "loading the reference")
         except ChildFailure as exc:
             raise JudgeError(f"the reference process failed: {exc.reason}\n{exc.log_tail}") from None
@@ -360,14 +379,8 @@ class Worker:
             # Other workers' processes hold GPU memory while checks share the GPU: a task that ran
             # out of it is judged again with the GPU to itself (a real excess fails again).
             self._close_references()
-            mark = time.monotonic()
-            with device_lock(self.device, exclusive=True):
-                waited = time.monotonic() - mark
-                self._alone = True
-                try:
-                    result = self._judge_probing(task, request)
-                finally:
-                    self._alone = False
+            with self._exclusive() as waited:
+                result = self._judge_probing(task, request)
             seconds = result.setdefault("stage_seconds", {})
             seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
             result.setdefault("flags", []).append("ran out of GPU memory next to other workers: judged "
@@ -504,7 +517,7 @@ class Worker:
         except ChildFailure as exc:
             raise self._failure(cand, "call", "starting", exc.reason, exc.kind, log_tail=exc.log_tail) from None
         self._ask(cand, {"op": "load", "path": verdict.candidate, "task_ref": task.ref,
-                         "gpu_lock": not self._alone},
+                         "gpu_lock": self._share_gpu},
                   opts["load_timeout"], "importing the candidate", "call")
 
         cases = task.correctness_cases
@@ -521,7 +534,7 @@ class Worker:
             raise JudgeError("no correctness case can run on this device")
 
         # the reference streams its replies ahead of us
-        ref.send({"op": "run", "items": items, "gpu_lock": not self._alone})
+        ref.send({"op": "run", "items": items, "gpu_lock": self._share_gpu})
         pending = len(items)
         results: dict[int, CaseResult] = {}
         n = 0  # items compared so far: the first one is the call
@@ -551,7 +564,7 @@ class Worker:
                         verdict.cases.append(results[item["case"]])
                     continue
                 item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
-                got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": not self._alone},
+                got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": self._share_gpu},
                                 opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
                 if n == 0:
                     verdict.call = True
@@ -646,7 +659,7 @@ class Worker:
                 continue
             try:
                 mark = time.monotonic()
-                self._spot_check(task, ref, cand, verdict, opts, pi, shared=True)
+                self._spot_check(task, ref, cand, verdict, opts, pi)
                 checked[pi] = round(time.monotonic() - mark, 4)
             except CaseSkipped as skip:
                 verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
@@ -675,17 +688,15 @@ class Worker:
             verdict.flags.append(f"the reference leaves {undefined} output value(s) of {where} depending on "
                                  "uninitialised memory or memory outside its inputs; those positions are not compared")
 
-    def _spot_check(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int,
-                    shared: bool) -> None:
-        """One perf case computed by both sides and compared at sampled positions (`shared`: the
-        children take the GPU lock shared; otherwise the caller holds it exclusively)."""
+    def _spot_check(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int) -> None:
+        """One perf case computed by both sides and compared at sampled positions."""
         from .compare import compare_tensor
 
         label = f"perf case {task.perf_cases[pi].label}"
         seed = self._perf_seed(verdict, pi)
         timeout = opts["perf_timeout"]
         expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
-                                   "probe": opts.get("probe", True), "gpu_lock": shared and not self._alone},
+                                   "probe": opts.get("probe", True), "gpu_lock": self._share_gpu},
                              timeout, f"computing {label}", "performance")
         if "skipped" in expected:
             raise CaseSkipped(expected["skipped"])
@@ -693,7 +704,7 @@ class Worker:
                                 sum(expected.get("undefined_counts") or []), label)
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
                                "poison_sizes": [m["nbytes"] for m in expected["native_meta"]],
-                               "gpu_lock": shared and not self._alone},
+                               "gpu_lock": self._share_gpu},
                         timeout, f"running {label}", "performance")
         self._check_spot(task, label, expected, got, compare_tensor)
 
@@ -711,7 +722,7 @@ class Worker:
         if checked:
             # One exclusive turn per task: a turn per perf case made every worker queue behind each
             # one (the writer waits for all readers in flight), and throughput fell by half.
-            with (contextlib.nullcontext() if self._alone else exclusive_turn(self.device, verdict)):
+            with self._timing_turn(verdict):
                 # autotuning choices made next to other workers are dropped: tuned again, alone
                 retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners",
                                           "performance")["autotuners"]
@@ -745,7 +756,7 @@ class Worker:
                     "warmup_ms": opts["warmup_ms"]}
         if checked[pi] is None:  # ran out of memory next to other workers: check it now, alone
             mark = time.monotonic()
-            self._spot_check(task, ref, cand, verdict, opts, pi, shared=False)
+            self._spot_check(task, ref, cand, verdict, opts, pi)
             checked[pi] = round(time.monotonic() - mark, 4)
         now = time.monotonic()
         marks = [now - checked[pi], now]  # phases: where a suite's perf time goes
