@@ -4,6 +4,8 @@ imports GEAK-eval's helper module): references pass with a measured speedup, bad
 
 import json
 
+import torch
+
 import pytest
 
 from kernelwright.suites.geak import TRITONBENCH_DIR, TRITONBENCH_JSON, TRITONBENCH_PERF_DIR, load_suite
@@ -263,3 +265,27 @@ def test_reference_reading_past_an_input_is_compared_where_defined(tmp_path):
     (tmp_path / "wrong.py").write_text(OVERREAD.replace("* scale, mask=mask)", "* scale + 1, mask=mask)"))
     wrong = judge_on_cpu(task, tmp_path / "wrong.py", seeds=1, **dict(QUICK_PERF, perf_blocks=2))
     assert wrong.stage == "correctness", f"{wrong.stage}: {wrong.reason}"
+
+
+APPENDING_PERF = PERF.replace(
+    "        self.input_tensors = [torch.rand(2 ** i, dtype=torch.float32) for i in (10, 13)]\n",
+    "        self.input_tensors = []\n"
+    "        for i in (10, 13):\n"
+    "            self.input_tensors.append(torch.rand(2 ** i, dtype=torch.float32))\n")
+
+
+@pytest.mark.parametrize("perf, one_by_one", [(APPENDING_PERF, True), (PERF, False)])
+def test_perf_inputs_are_built_per_case_where_the_script_allows(tmp_path, perf, one_by_one):
+    """A script that appends one entry per case gets each case built alone (no CPU build of every
+    shape per process); one that assigns its list at once is built its own way. Either way the
+    reference and the candidate see the same inputs, and the golden passes against itself."""
+    assert APPENDING_PERF != PERF
+    root = write_checkout(tmp_path, "add_value", KERNEL.replace("VALUE", "10") + "\n" + "#" * 146 + "\n" + TEST,
+                          "Add 10.", perf)
+    (task,), _ = load_suite("tritonbench-revised", root)
+    impl = task.load_implementation(str(task.reference_impl), "reference_probe")
+    first, again = impl.perf_inputs(1, "cpu"), impl.perf_inputs(1, "cpu")
+    assert first.shape == (8192,) and torch.equal(first, again) and first is not again
+    assert (impl._eager is None) == one_by_one and impl._one_by_one == one_by_one
+    verdict = judge_on_cpu(task, task.reference_impl, seeds=1, **QUICK_PERF)
+    assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}"

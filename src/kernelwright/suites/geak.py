@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..tasks.model import Case, EntryPoint, Task, Tolerance
-from . import geak_compat
+from . import geak_compat, geak_perf_inputs
 
 SEPARATOR = re.compile(r"^#{146}[ \t]*$", re.M)
 TRITONBENCH_DIR = "geak_eval/data/TritonBench/data/TritonBench_G_v1"
@@ -197,24 +197,66 @@ class GeakImpl:
     test_fn: Callable[..., Any]
     stem: str
     is_reference: bool
-    perf_script: Path | None = None
+    perf_script_path: Path | None = None
     _perf: Any = field(default=None, repr=False)
+    _one_by_one: bool | None = field(default=None, repr=False)  # can inputs be built per case?
+    _unfollowable: dict = field(default_factory=dict, repr=False)  # case index -> why not
+    _eager: Any = field(default=None, repr=False)  # every case's inputs, the script's own way
 
-    def perf_metrics(self) -> Any:
-        """The perf script's `performance_metrics` object with its inputs made (once)."""
+    def perf_script(self) -> Any:
+        """The perf script's `performance_metrics` object (made once, no inputs yet)."""
         if self._perf is None:
             # Perf scripts import the golden module under its package name as `<op>_ref`, and some
             # `call_op`s call it (apply_penalty's second `call_op` times the golden). In each process
             # both names resolve to that process's own implementation: a candidate's process never
             # holds reference code, and the candidate side always times the candidate.
             geak_compat.install({self.stem: self.module, f"{GOLDEN_PACKAGE}.{self.stem}": self.module})
-            script = exec_module(f"kernelwright_perf_{self.stem}", self.perf_script.read_text(),
-                                 str(self.perf_script))
-            perf = script.performance_metrics()
+            script = exec_module(f"kernelwright_perf_{self.stem}", self.perf_script_path.read_text(),
+                                 str(self.perf_script_path))
+            self._perf = script.performance_metrics()
+        return self._perf
+
+    def perf_inputs(self, index: int, device: str) -> Any:
+        """Fresh inputs of perf case `index` on `device`, through the script's `to_cuda`: built for
+        that case alone, directly on the device, where the script allows it (geak_perf_inputs),
+        else the script's own way (every case on the CPU, once per process, copied per call)."""
+        perf = self.perf_script()
+        if self._one_by_one is None:
+            try:
+                self._one_by_one = geak_perf_inputs.count_inputs(perf)[1]
+            except Exception:  # noqa: BLE001 - the eager build below reports real problems
+                self._one_by_one = False
+        if self._one_by_one and index not in self._unfollowable:
+            seed_everything(0)
+            try:
+                return perf.to_cuda(geak_perf_inputs.one_case(perf, index, device))
+            except geak_perf_inputs.Unfollowable as exc:
+                self._unfollowable[index] = str(exc)
+        if self._eager is None:
             seed_everything(0)
             perf.get_input_tensors()
-            self._perf = perf
-        return self._perf
+            self._eager = perf.input_tensors
+        # A copy per call where `to_cuda` would not make one (tensors already on the device): an
+        # operation that works in place must not see what an earlier call (a probe, say) left.
+        return perf.to_cuda(_copied_on(self._eager[index], _device_type(device)))
+
+
+def _device_type(device: str) -> str:
+    return device.split(":")[0]
+
+
+def _copied_on(value: Any, device_type: str) -> Any:
+    """`value` with every tensor on `device_type` cloned (containers rebuilt, the rest shared)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone() if value.device.type == device_type else value
+    if isinstance(value, (list, tuple)):
+        items = [_copied_on(v, device_type) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, dict):
+        return {k: _copied_on(v, device_type) for k, v in value.items()}
+    return value
 
 
 def _load_tritonbench_impl(stem: str, test_code: str, perf_script: Path | None, operator_names: frozenset[str]):
@@ -230,8 +272,8 @@ def _load_tritonbench_impl(stem: str, test_code: str, perf_script: Path | None, 
 
 def _bind_tritonbench(impl: GeakImpl, kind: str, case: Case, gen) -> tuple[Callable, tuple]:
     if kind == "perf":
-        perf = impl.perf_metrics()
-        return perf.call_op, (perf.to_cuda(perf.input_tensors[case.index]),)
+        perf = impl.perf_script()
+        return perf.call_op, (impl.perf_inputs(case.index, str(gen.device)),)
     seed = gen.initial_seed()
 
     def run_test() -> list:
@@ -255,34 +297,14 @@ def _describe(value: Any) -> str:
 def _enumerate_perf_inputs(perf_script: str) -> tuple[tuple[str, ...], str]:
     """Labels of a perf script's inputs, found by running `get_input_tensors` with every tensor
     created on PyTorch's "meta" device (no memory, no GPU). Returns (labels, problem)."""
-    import torch
-    from torch.overrides import TorchFunctionMode
-
-    class MetaDevice(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = dict(kwargs or {})
-            name = getattr(func, "__name__", "")
-            if name in ("cuda", "cpu"):
-                return args[0]
-            if name == "to":
-                args = tuple(a for a in args if not isinstance(a, (str, torch.device)))
-                kwargs.pop("device", None)
-                if len(args) == 1:
-                    return args[0] if not kwargs else func(*args, **kwargs)
-            if "device" in kwargs:
-                kwargs["device"] = "meta"
-            return func(*args, **kwargs)
-
     stem = Path(perf_script).stem.removesuffix("_perf")
     stub = geak_compat.unavailable_module(stem, "inputs are only being counted")
     geak_compat.install({stem: stub, f"{GOLDEN_PACKAGE}.{stem}": stub})
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             script = exec_module(f"kernelwright_perf_count_{stem}", Path(perf_script).read_text(), perf_script)
-            perf = script.performance_metrics()
-            with torch.device("meta"), MetaDevice():
-                perf.get_input_tensors()
-        return tuple(_describe(x) for x in perf.input_tensors), ""
+            inputs, _ = geak_perf_inputs.count_inputs(script.performance_metrics())
+        return tuple(_describe(x) for x in inputs), ""
     except Exception as exc:  # noqa: BLE001 - reported with the task, never fatal
         return (), f"could not enumerate the perf script's inputs: {type(exc).__name__}: {exc}"
     finally:
