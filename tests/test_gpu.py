@@ -39,7 +39,9 @@ def test_bad_candidates_are_contained(pool):
     verdicts = pool.judge_many([(task, path) for path, _, _ in cases])
     wrong = []
     for (path, stage, reason), verdict in zip(cases, verdicts):
-        if verdict.stage != stage or reason not in verdict.reason:
+        # "a|b": either detection is right (side_stream.py: the escape gap, or the roofline when
+        # the hidden work is too short for the gap to show it)
+        if verdict.stage != stage or not any(r in verdict.reason for r in reason.split("|")):
             wrong.append(f"{path.name}: expected {stage} '{reason}', got {verdict.stage}: {verdict.reason}")
     assert not wrong, "\n".join(wrong)
     # an out-of-memory verdict is only given after a second try with the GPU to itself

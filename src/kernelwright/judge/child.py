@@ -33,6 +33,14 @@ FREE_MEMORY_POISON_BYTES = 64 << 20
 # Poisoned guard zones around each input during a probe: reads past either end of an input (a
 # 0-dim scale tensor indexed per block, say) land on poison instead of a neighbouring live tensor.
 GUARD_BYTES = 1 << 20
+# Rotating perf input sets only while they fit in this much memory per side: beyond a few MiB they
+# gain nothing from rotation (the L2 is flushed before every call anyway), and three sets of a
+# 16 GiB shape, cloned once per block, ran out of memory. One set still serves every timed call
+# twice per block, so a result cached by address is caught by the launch count.
+PERF_SET_BUDGET_BYTES = 2 << 30
+# A call that takes this long (synchronised) is timed with fewer calls: its own length dwarfs the
+# noise, and a 250 ms shape otherwise held the GPU exclusively for 15 s.
+SLOW_CALL_MS = 5.0
 
 
 def _is_skip(exc: BaseException) -> bool:
@@ -655,7 +663,11 @@ class Harness:
             self._release_cached_memory()
             impl = self.entry if self.role == "candidate" else self.baseline
             t0 = self._perf_counter()
-            self.perf_sets = [self._bound(impl, "perf_cases", msg["case"], s) for s in msg["seeds"]]
+            for seed in msg["seeds"]:
+                self.perf_sets.append(self._bound(impl, "perf_cases", msg["case"], seed))
+                per_set = self._nbytes(self.perf_sets[0][1])
+                if per_set * (len(self.perf_sets) + 1) > PERF_SET_BUDGET_BYTES:
+                    break
             if self.flush_buffer is None:
                 self.flush_buffer = self._empty(int(msg["flush_bytes"]), dtype=torch.uint8, device=self.device)
             inputs_s = self._perf_counter() - t0
@@ -667,21 +679,24 @@ class Harness:
             # Synchronise after every call: the warm-up lasts `warm_ms` of device time. (Without it
             # the host queued up to 1000 calls within `warm_ms` of *host* time, and a 243 ms kernel
             # spent 55 s warming up.)
-            while calls < 3 or (self._perf_counter() - start) * 1e3 < warm_ms:
+            slow = False
+            while True:
                 fn, args = self.perf_sets[calls % len(self.perf_sets)]
                 t = self._perf_counter()
                 fn(*args)
                 host_ms.append((self._perf_counter() - t) * 1e3)
                 self._sync()
                 calls += 1
-                if calls >= 1000:
+                # the first call may still compile or allocate; a slow steady call warms up alone
+                slow = calls >= 2 and (self._perf_counter() - t) * 1e3 >= SLOW_CALL_MS
+                if calls >= 1000 or ((calls >= 3 or slow) and (self._perf_counter() - start) * 1e3 >= warm_ms):
                     break
-            steady = sorted(host_ms[1:] or host_ms)  # the first call may still allocate or compile
+            steady = sorted(host_ms[1:] or host_ms)
             pad_ms = self._host_pad_ms(steady[len(steady) // 2])
             t1 = self._perf_counter()
-            times = self._timed_calls(5, pad_ms)
+            times = self._timed_calls(2 if slow else 5, pad_ms)
             flush_ms = self._flush_ms(3)
-            gaps = self._escape_gaps(5) if self.is_gpu else [0.0]
+            gaps = self._escape_gaps(2 if slow else 5) if self.is_gpu else [0.0]
             self.send({"op": "perf_prepare", "ok": True, "est_ms": float(sorted(times)[len(times) // 2]),
                        "phase_s": {"inputs": round(inputs_s, 4), "warmup": round(t1 - start, 4),
                                    "first_call": round(host_ms[0] / 1e3, 4),
@@ -690,9 +705,20 @@ class Harness:
                        # host latency only ever adds to a gap: the minimum is the cleanest reading
                        "gap_ms": float(min(gaps)),
                        "warmup_launches": self.counter.own - before, "warmup_calls": calls,
+                       "sets": len(self.perf_sets), "slow": slow,
                        "tuned": self.counter.tuned_configs()})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("perf_prepare", exc))
+
+    def _nbytes(self, value: Any) -> int:
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            return value.numel() * value.element_size()
+        if isinstance(value, (list, tuple)):
+            return sum(self._nbytes(v) for v in value)
+        if isinstance(value, dict):
+            return sum(self._nbytes(v) for v in value.values())
+        return 0
 
     def _host_pad_ms(self, host_ms: float) -> float:
         """GPU time to queue ahead of each timed call so the kernel is already enqueued when the

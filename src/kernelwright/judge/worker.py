@@ -771,8 +771,11 @@ class Worker:
         # one timed call costs the kernel plus the L2 flush and the pad before it
         est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0) + pad_ms
         # At least one input set is used twice per block: a result cached by address is caught.
-        n = int(min(opts["max_calls_per_block"], max(opts["min_calls_per_block"], opts["perf_input_sets"] + 1,
-                                                       math.ceil(opts["block_ms"] / est))))
+        # (Each side makes as many sets as fit its memory budget.) Calls longer than a block need
+        # no minimum of five: two per block time them well, at a fraction of the exclusive time.
+        sets = max(ref_prep.get("sets", opts["perf_input_sets"]), cand_prep.get("sets", opts["perf_input_sets"]))
+        floor = 2 if est >= opts["block_ms"] else opts["min_calls_per_block"]
+        n = int(min(opts["max_calls_per_block"], max(floor, sets + 1, math.ceil(opts["block_ms"] / est))))
         # Both gaps hold the same host round trip (sync, record); what is left is device work
         # the candidate's timed events did not cover.
         gap_excess = cand_prep["gap_ms"] - ref_prep["gap_ms"]
@@ -810,7 +813,7 @@ class Worker:
         result = CaseResult("performance", case.label, case.to_dict(), True, seeds=seeds,
                             seconds=round(marks[-1] - marks[0], 4), ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
                             ci95=[timing.ci_low, timing.ci_high],
-                            timing={"calls_per_block": n, "blocks": opts["perf_blocks"],
+                            timing={"calls_per_block": n, "blocks": opts["perf_blocks"], "input_sets": sets,
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                     "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
                                     "pad_ms": pad_ms, "autotuners_reset": retuned,
