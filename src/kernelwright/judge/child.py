@@ -811,6 +811,14 @@ class Harness:
         self.perf_sets = [(fn, tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
                           for fn, args in self.perf_sets]
 
+    def op_gaps(self, msg: dict) -> None:
+        """More escape-gap readings of the prepared perf case (the worker asks when one looks late)."""
+        try:
+            gaps = self._escape_gaps(int(msg["n"])) if self.is_gpu else [0.0]
+            self.send({"op": "gaps", "ok": True, "gap_ms": float(min(gaps))})
+        except BaseException as exc:  # noqa: BLE001
+            self.send(self._error("gaps", exc))
+
     def op_time_block(self, msg: dict) -> None:
         try:
             t0 = self._perf_counter()

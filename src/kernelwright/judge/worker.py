@@ -269,6 +269,7 @@ class Worker:
         self.info: dict[str, Any] = {}
         self.no_probe: dict[str, str] = {}  # task ref -> why its reference is not probed
         self._probe_failures: list[str] = []
+        self._perf_bytes: dict[int, int] = {}  # perf case -> output bytes (the timing order)
         self._probed = False
         self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
         # This worker holds the GPU exclusively (a timing turn, or a whole task judged alone after
@@ -406,6 +407,7 @@ class Worker:
 
         opts = dict(request["options"], probe=task.ref not in self.no_probe)
         self._probe_failures = []
+        self._perf_bytes = {}
         self._lock_stats = {}
         self._probed = False  # whether any probe ran (a later reference failure may be its doing)
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
@@ -707,6 +709,7 @@ class Worker:
                                "gpu_lock": self._share_gpu},
                         timeout, f"running {label}", "performance")
         self._check_spot(task, label, expected, got, compare_tensor)
+        self._perf_bytes[pi] = sum(m["nbytes"] for m in expected["native_meta"])
 
     def _run_performance(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts,
                          checked: dict[int, float | None]) -> None:
@@ -727,7 +730,10 @@ class Worker:
                 retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners",
                                           "performance")["autotuners"]
                            for who, side in (("ref", ref), ("cand", cand))}
-                for pi in sorted(checked):
+                # Largest outputs first: an autotuner whose key leaves out the size keeps the config
+                # it picks on the first shape timed, and on a tiny shape that pick is noise (two
+                # runs of the same reference settled 1.2-1.5x apart); on the largest it is real.
+                for pi in sorted(checked, key=lambda i: (-self._perf_bytes.get(i, 0), i)):
                     self._time_case(task, ref, cand, verdict, opts, pi, checked, flush_bytes, retuned, timings, spec)
         # untimed cases were recorded during the check: list every perf case in the task's order
         order = {case.label: i for i, case in enumerate(task.perf_cases)}
@@ -778,8 +784,18 @@ class Worker:
         n = int(min(opts["max_calls_per_block"], max(floor, sets + 1, math.ceil(opts["block_ms"] / est))))
         # Both gaps hold the same host round trip (sync, record); what is left is device work
         # the candidate's timed events did not cover.
-        gap_excess = cand_prep["gap_ms"] - ref_prep["gap_ms"]
-        if gap_excess > opts["escape_ms"] + 0.25 * cand_prep["est_ms"]:
+        gap_limit = opts["escape_ms"] + 0.25 * cand_prep["est_ms"]
+        ref_gap, cand_gap = ref_prep["gap_ms"], cand_prep["gap_ms"]
+        for _ in range(3):
+            if cand_gap - ref_gap <= gap_limit:
+                break
+            # The gap ends when the host wakes from a sync: under CPU load (other workers compiling)
+            # a clean call can look late (A/A runs saw 0.02-0.03 ms). Hidden work is there every
+            # time, jitter is not: measure again, interleaved, and keep each side's cleanest reading.
+            ref_gap = min(ref_gap, self._ask(ref, {"op": "gaps", "n": 5}, timeout, label, stage)["gap_ms"])
+            cand_gap = min(cand_gap, self._ask(cand, {"op": "gaps", "n": 5}, timeout, label, stage)["gap_ms"])
+        gap_excess = cand_gap - ref_gap
+        if gap_excess > gap_limit:
             raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed "
                              "stream finished (side streams or threads escaping the timer)")
         ref_blocks, cand_blocks = [], []
@@ -815,7 +831,7 @@ class Worker:
                             ci95=[timing.ci_low, timing.ci_high],
                             timing={"calls_per_block": n, "blocks": opts["perf_blocks"], "input_sets": sets,
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
-                                    "escape_gap_ms": {"ref": ref_prep["gap_ms"], "cand": cand_prep["gap_ms"]},
+                                    "escape_gap_ms": {"ref": ref_gap, "cand": cand_gap},
                                     "pad_ms": pad_ms, "autotuners_reset": retuned,
                                     "tuned": {"ref": ref_prep.get("tuned", {}), "cand": cand_prep.get("tuned", {})},
                                     "phase_s": phases, "child_phase_s": child_s})
