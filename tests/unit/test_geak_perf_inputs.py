@@ -105,3 +105,18 @@ def test_a_script_that_swallows_exceptions_is_still_stopped():
     script = Swallowing()
     assert gpi.one_case(script, 0, "cpu").shape == (4,)
     assert not hasattr(script, "finished")
+
+
+def test_uninitialised_inputs_of_the_case_are_zeroed_as_fresh_cpu_pages_were():
+    class EmptyTable(Script):
+        def get_input_tensors(self):
+            self.input_tensors = []
+            for n in self.sizes:
+                table = torch.empty(n, 1024, dtype=torch.int32)  # an index table the script never fills
+                self.input_tensors.append((torch.rand(n).normal_(), table, torch.empty_like(table)))
+
+    for _ in range(3):  # reused allocator blocks would hold the previous round's values
+        x, table, like = gpi.one_case(EmptyTable(), 2, "cpu")
+        assert table.shape == (16, 1024) and not table.any() and not like.any()
+        table.fill_(-1)
+        like.fill_(-1)

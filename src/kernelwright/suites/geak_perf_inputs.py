@@ -10,7 +10,8 @@ values are arbitrary by design. Here the script runs under a torch function mode
 - builds only the inputs of one case (`one_case`): tensors made before that case's window (the
   script appends one entry to `self.input_tensors` per case) are created on "meta", large tensors
   of the case itself directly on the GPU, small ones where the script asked (a CPU tensor of
-  lengths stays a CPU tensor), and the script is stopped as soon as the next case begins.
+  lengths stays a CPU tensor), memory the script leaves uninitialised (`torch.empty`) is zeroed as
+  the CPU build's fresh pages were, and the script is stopped as soon as the next case begins.
 
 Values differ from the script's own CPU draws but are the same in every process (the generators
 are seeded at the start of the case's window), so the reference and the candidate always see the
@@ -54,6 +55,19 @@ def _walk_tensors(value: Any, torch) -> list:
     return found
 
 
+# Constructors whose memory is left uninitialised. A script's `torch.empty` on the CPU got fresh,
+# zeroed pages from the OS in practice (context_attn_bloom's index table relies on it), while GPU
+# memory holds whatever was there before: inside a case's window their results are zero-filled.
+UNINITIALISED = frozenset({"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
+                           "new_empty_strided"})
+
+
+def _zeroed_if_empty(name: str, result: Any) -> Any:
+    if name in UNINITIALISED and getattr(result, "device", None) is not None and result.device.type != "meta":
+        result.zero_()
+    return result
+
+
 def _make_mode(perf: Any, target: int | None, device: str):
     """A TorchFunctionMode building only case `target` of `perf` (None: nothing, all on meta)."""
     import torch
@@ -95,7 +109,9 @@ def _make_mode(perf: Any, target: int | None, device: str):
                     shape = func(*args, **{**kwargs, "device": "meta"})
                     if isinstance(shape, torch.Tensor) and shape.numel() * shape.element_size() >= LARGE_BYTES:
                         kwargs["device"] = device
-                return func(*args, **kwargs)
+                return _zeroed_if_empty(name, func(*args, **kwargs))
+            if building and name in UNINITIALISED:
+                return _zeroed_if_empty(name, func(*args, **kwargs))
             if name in ("cuda", "cpu", "to", "pin_memory") and on_meta(args):
                 # moving a meta tensor between devices: it stays a meta tensor (dtype changes apply)
                 rest = tuple(a for a in args[1:] if not isinstance(a, (str, torch.device)))
