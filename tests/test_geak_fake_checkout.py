@@ -293,3 +293,27 @@ def test_perf_inputs_are_built_per_case_where_the_script_allows(tmp_path, perf, 
     assert (impl._eager is None) == one_by_one and impl._one_by_one == one_by_one
     verdict = judge_on_cpu(task, task.reference_impl, seeds=1, **QUICK_PERF)
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}"
+
+
+OVERREAD_INSIDE_TEST = '''
+import torch
+
+def test_scaled():
+    x = torch.randn(1024)  # made inside the test function: no argument guards reach it
+    return {"test_case_1": scaled(x, torch.ones(1))}
+
+result_gold = test_scaled()
+'''
+
+
+def test_reference_reading_past_a_tensor_its_test_made_is_compared_where_defined(tmp_path):
+    """GEAK test functions build their inputs themselves; a golden reading past one of them
+    computes from neighbouring memory. The probes place every tensor the call creates between
+    poisoned zones, so those positions are found undefined and the golden passes against itself."""
+    root = write_checkout(tmp_path / "GEAK-eval", "scaled_op", OVERREAD + SEPARATOR + OVERREAD_INSIDE_TEST, "Scale.")
+    (task,), _ = load_suite("tritonbench-revised", root)
+    verdict = judge_on_cpu(task, task.reference_impl, seeds=2, perf=False)
+    assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    flags = [f for f in verdict.flags if "golden test function" in f]
+    # 1024 elements, 4 blocks: the first block's 256 values are defined, the other 768 are not
+    assert flags and "leaves 768 output value(s)" in flags[0], verdict.flags
