@@ -43,6 +43,16 @@ def perf_subset(n: int, limit: int | None) -> set[int]:
     return {round(i * (n - 1) / (limit - 1)) for i in range(limit)}
 
 
+def reference_varies_note(varied: int) -> str:
+    """What to add to a mismatch when the reference's own runs already disagreed elsewhere: the
+    reference is then not a function of its inputs (uninitialised or out-of-bounds reads, write
+    races), and a difference at a position its runs happened to agree on may be its doing too."""
+    if not varied:
+        return ""
+    return (f" (the reference's own runs differed at {varied} other output value(s): it is not fully "
+            "determined by its inputs, so this difference may be the reference's too)")
+
+
 def define_undefined(outputs: list, references: list, masks: list) -> list:
     """Copy the reference's values into the positions the reference itself leaves undefined
     (masks from a run on poisoned memory), so only defined positions are compared."""
@@ -618,7 +628,8 @@ class Worker:
         outputs = define_undefined(got["outputs"], expected["reference"], masks)
         result = compare_outputs(outputs, expected["reference"], expected["meta"], task.tolerance_for)
         if not result.ok:
-            return (result.reason, result.detail)
+            varied = sum(int(m.sum()) for m in masks if m is not None)
+            return (result.reason + reference_varies_note(varied), result.detail)
         if "repeat_outputs" in got:
             again = define_undefined(got["repeat_outputs"], expected["reference"], masks)
             got = dict(got, outputs=outputs)
@@ -883,7 +894,8 @@ class Worker:
             sampled = define_undefined([got["samples"][i]], [expected["samples"][i]], [undefined_samples[i]])[0]
             check = compare_tensor(sampled, expected["samples"][i], tol.atol, tol.rtol, f"output {i} (sampled)")
             if not check.ok:
-                raise CaseFailed("performance", f"{label}: at perf size, {check.reason}")
+                raise CaseFailed("performance", f"{label}: at perf size, {check.reason}"
+                                 + reference_varies_note(sum(undefined_counts)))
 
 
 # -- process entry ------------------------------------------------------------------------------
