@@ -120,3 +120,19 @@ def test_uninitialised_inputs_of_the_case_are_zeroed_as_fresh_cpu_pages_were():
         assert table.shape == (16, 1024) and not table.any() and not like.any()
         table.fill_(-1)
         like.fill_(-1)
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_large_inputs_are_built_there_and_small_ones_where_asked():
+    class Mixed(Script):
+        def get_input_tensors(self):
+            self.input_tensors = []
+            for n in (1 << 16, 1 << 20):
+                big = torch.rand(n)  # 4 MiB at the second case: built on the GPU
+                table = torch.empty(n, dtype=torch.int32)  # never filled by the script: zeroed
+                self.input_tensors.append((big, table, torch.tensor([n])))
+
+    torch.manual_seed(0)
+    big, table, lengths = gpi.one_case(Mixed(), 1, "cuda")
+    assert big.device.type == "cuda" and table.device.type == "cuda" and not table.any()
+    assert lengths.device.type == "cpu" and lengths.tolist() == [1 << 20]

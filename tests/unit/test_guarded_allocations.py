@@ -1,5 +1,6 @@
 """Probes place the tensors a call creates itself between poisoned zones (judge/child.py)."""
 
+import pytest
 import torch
 
 from kernelwright.judge.child import guarded_allocations, in_guard_zone
@@ -47,3 +48,15 @@ def test_tensors_that_cannot_be_copied_are_passed_through():
     expanded = torch.ones(1).expand(4)  # overlapping strides
     assert in_guard_zone(torch, expanded, 0xFF, ZONE) is expanded
     assert in_guard_zone(torch, "not a tensor", 0xFF, ZONE) == "not a tensor"
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_factories_and_host_to_device_moves_are_guarded():
+    with guarded_allocations(torch, "cuda", 0xFF, ZONE):
+        made = torch.arange(4, dtype=torch.int32, device="cuda")
+        moved = torch.arange(4, dtype=torch.int32).cuda()
+        kept = made.to("cuda")  # already there: no new memory, left alone
+    for t in (made, moved):
+        past = torch.tensor([], dtype=torch.int32, device="cuda").set_(t.untyped_storage(), t.storage_offset(), (5,))
+        assert past.tolist() == [0, 1, 2, 3, -1]
+    assert kept.data_ptr() == made.data_ptr()
