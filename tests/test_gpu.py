@@ -70,3 +70,12 @@ def test_perf_only_cheats_on_gpu(pool):
     tuned = verdicts[[p.name for p, _, _ in cases].index("autotuned.py")]
     perf = [c for c in tuned.cases if c.kind == "performance" and c.ok]
     assert perf and all(c.timing["autotuners_reset"] == {"ref": 0, "cand": 1} for c in perf)
+
+
+def test_a_call_that_waits_for_the_gpu_is_flagged(pool):
+    task = resolve_task("vector_add")
+    verdict = pool.judge(task, CANDIDATES / "vector_add" / "host_sync.py")
+    assert verdict.passed, f"{verdict.stage}: {verdict.reason}"
+    assert any(f.startswith("host-synchronising calls (candidate") for f in verdict.flags), verdict.flags
+    good = pool.judge(task, CANDIDATES / "vector_add" / "good.py")
+    assert not any(f.startswith("host-synchronising") for f in good.flags), good.flags

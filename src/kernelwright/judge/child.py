@@ -41,6 +41,7 @@ PERF_SET_BUDGET_BYTES = 2 << 30
 # A call that takes this long (synchronised) is timed with fewer calls: its own length dwarfs the
 # noise, and a 250 ms shape otherwise held the GPU exclusively for 15 s.
 SLOW_CALL_MS = 5.0
+HOST_SYNC_SPIN_MS = 2.0  # GPU work queued ahead of a call to see whether the call waits for it
 
 
 # Tensors a probed call creates itself (a GEAK test function builds its inputs inside the call)
@@ -739,6 +740,7 @@ class Harness:
                     break
             steady = sorted(host_ms[1:] or host_ms)
             pad_ms = self._host_pad_ms(steady[len(steady) // 2])
+            host_sync = self._waits_for_device(steady[len(steady) // 2])
             t1 = self._perf_counter()
             times = self._timed_calls(2 if slow else 5, pad_ms)
             flush_ms = self._flush_ms(3)
@@ -751,7 +753,7 @@ class Harness:
                        # host latency only ever adds to a gap: the minimum is the cleanest reading
                        "gap_ms": float(min(gaps)),
                        "warmup_launches": self.counter.own - before, "warmup_calls": calls,
-                       "sets": len(self.perf_sets), "slow": slow,
+                       "sets": len(self.perf_sets), "slow": slow, "host_sync": host_sync,
                        "tuned": self.counter.tuned_configs()})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("perf_prepare", exc))
@@ -765,6 +767,25 @@ class Harness:
         if isinstance(value, dict):
             return sum(self._nbytes(v) for v in value.values())
         return 0
+
+    def _waits_for_device(self, host_ms: float) -> bool:
+        """Whether one call waits for the GPU inside (`.item()`, a size read back, a synchronize):
+        queue a spin of HOST_SYNC_SPIN_MS ahead of it and see whether the call's host time grows
+        by about as much. Such a call's device time includes the host's latency after each wait,
+        so it depends on CPU load as well as on the kernels (the pad before the start event cannot
+        cover it)."""
+        if not self.is_gpu or self._sleep is None or not self._cycles_per_ms:
+            return False
+        fn, args = self.perf_sets[0]
+        waited = []
+        for _ in range(2):  # both must wait: a busy host alone can stall one call by a millisecond
+            self._sync()
+            self._sleep(int(HOST_SYNC_SPIN_MS * self._cycles_per_ms))
+            t = self._perf_counter()
+            fn(*args)
+            waited.append((self._perf_counter() - t) * 1e3 - host_ms)
+            self._sync()
+        return min(waited) >= 0.5 * HOST_SYNC_SPIN_MS
 
     def _host_pad_ms(self, host_ms: float) -> float:
         """GPU time to queue ahead of each timed call so the kernel is already enqueued when the

@@ -861,10 +861,18 @@ class Worker:
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                     "escape_gap_ms": {"ref": ref_gap, "cand": cand_gap},
                                     "pad_ms": pad_ms, "autotuners_reset": retuned,
+                                    "host_sync": {"ref": ref_prep.get("host_sync", False),
+                                                  "cand": cand_prep.get("host_sync", False)},
                                     "tuned": {"ref": ref_prep.get("tuned", {}), "cand": cand_prep.get("tuned", {})},
                                     "phase_s": phases, "child_phase_s": child_s})
         verdict.cases.append(result)
-        if spec is not None and task.cost is not None:
+        waits = [who for who, prep in (("reference", ref_prep), ("candidate", cand_prep)) if prep.get("host_sync")]
+        if waits and not any(f.startswith("host-synchronising") for f in verdict.flags):
+            verdict.flags.append(
+                f"host-synchronising calls ({' and '.join(waits)}, first at {label}): the call waits for the GPU "
+                "inside (.item(), a size read back, a synchronize), so its time includes host latency and "
+                "varies with CPU load; such speedups are less reliable than pure device times")
+
             bound = roofline_ms(spec, task.cost(case), case.dtype)
             result.roofline_ms = bound
             if bound is not None and timing.cand_ms < bound / opts["roofline_slack"]:
