@@ -243,3 +243,25 @@ def test_a_long_check_lets_a_waiting_timer_in_between_its_runs(monkeypatch, tmp_
     t.join(5)
     assert order.index("timer in") < order.index("run 2"), order
     assert order[order.index("run 1") + 1:].count("check waiting") <= 1
+
+
+def test_writer_reports_how_long_it_drained_readers_at_the_turnstile(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr("kernelwright.judge.gpulock.WRITER_PATIENCE_S", 0.2)
+    with device_lock("cuda", exclusive=True) as drained:
+        assert drained == 0.0  # free at once: no turnstile
+    reader_in, release = threading.Event(), threading.Event()
+
+    def reader():
+        with device_lock("cuda", exclusive=False):
+            reader_in.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    assert reader_in.wait(5)
+    threading.Timer(0.6, release.set).start()  # the reader leaves 0.4 s after the patience ran out
+    with device_lock("cuda", exclusive=True) as drained:
+        assert 0.25 < drained < 2.0
+    thread.join(5)

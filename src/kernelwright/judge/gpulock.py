@@ -36,24 +36,28 @@ def _open_lock_files():
     return open(base + ".lock", "a"), open(base + ".turnstile", "a")
 
 
-def _acquire(lock, turnstile, exclusive: bool) -> None:
+def _acquire(lock, turnstile, exclusive: bool) -> float:
     """A writer first waits `WRITER_PATIENCE_S` for a moment with no reader, letting readers come
     and go: closing the door at once idled every other worker at every timing turn. After that it
     passes a turnstile lock that every taker passes and keeps holding it until it has the GPU, so
-    new readers queue behind it (flock alone let checks starve timing for minutes)."""
+    new readers queue behind it (flock alone let checks starve timing for minutes). Returns the
+    seconds spent at the turnstile (0 when the lock came free within the patience): for a writer,
+    how long it drained the readers in flight, while new ones queued."""
     if exclusive:
         deadline = time.monotonic() + WRITER_PATIENCE_S
         while time.monotonic() < deadline:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
+                return 0.0
             except BlockingIOError:
                 time.sleep(0.005)
+    closed = time.monotonic()
     fcntl.flock(turnstile, fcntl.LOCK_EX)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
     finally:
         fcntl.flock(turnstile, fcntl.LOCK_UN)
+    return time.monotonic() - closed
 
 
 def _try_shared(lock, turnstile) -> bool:
@@ -73,15 +77,16 @@ def _try_shared(lock, turnstile) -> bool:
 
 @contextlib.contextmanager
 def device_lock(device: str, exclusive: bool):
-    """Hold this GPU's lock (shared or exclusive) for the block; a no-op on CPU."""
+    """Hold this GPU's lock (shared or exclusive) for the block; a no-op on CPU. Yields the
+    seconds spent at the turnstile (see `_acquire`)."""
     if device == "cpu":
-        yield
+        yield 0.0
         return
     lock, turnstile = _open_lock_files()
     with lock, turnstile:
-        _acquire(lock, turnstile, exclusive)
+        drained = _acquire(lock, turnstile, exclusive)
         try:
-            yield
+            yield drained
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 

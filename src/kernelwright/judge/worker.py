@@ -293,16 +293,16 @@ class Worker:
 
     @contextlib.contextmanager
     def _exclusive(self):
-        """Hold this GPU exclusively for the block (a no-op when already held); yields the seconds
-        spent waiting for it."""
+        """Hold this GPU exclusively for the block (a no-op when already held); yields (seconds
+        spent waiting for it, of which at the turnstile draining readers in flight)."""
         if self._exclusive_held:
-            yield 0.0
+            yield 0.0, 0.0
             return
         mark = time.monotonic()
-        with device_lock(self.device, exclusive=True):
+        with device_lock(self.device, exclusive=True) as drained:
             self._exclusive_held = True
             try:
-                yield time.monotonic() - mark
+                yield time.monotonic() - mark, drained
             finally:
                 self._exclusive_held = False
 
@@ -310,10 +310,12 @@ class Worker:
     def _timing_turn(self, verdict):
         """`_exclusive`, with the wait added to the verdict's `wait_exclusive` and the time held to
         `performance`."""
-        with self._exclusive() as waited:
+        with self._exclusive() as (waited, drained):
             got = time.monotonic()
             seconds = verdict.stage_seconds
             seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
+            # the part of it spent with the turnstile closed (other workers' new checks queued)
+            seconds["wait_exclusive_drain"] = round(seconds.get("wait_exclusive_drain", 0.0) + drained, 3)
             try:
                 yield
             finally:
@@ -390,7 +392,7 @@ class Worker:
             # Other workers' processes hold GPU memory while checks share the GPU: a task that ran
             # out of it is judged again with the GPU to itself (a real excess fails again).
             self._close_references()
-            with self._exclusive() as waited:
+            with self._exclusive() as (waited, _):
                 result = self._judge_probing(task, request)
             seconds = result.setdefault("stage_seconds", {})
             seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
