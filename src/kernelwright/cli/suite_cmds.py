@@ -18,6 +18,11 @@ from .judge_cmds import EXIT_USAGE, usage_error
 EXIT_INTERRUPTED = 130
 console = Console()
 
+# TritonBench-revised, references against themselves, 8 workers per H200: with the default 0.5%
+# term, 95% intervals covered 1.0 in 72 of 117 tasks (those whose autotuners agreed); covering 95%
+# of them needed 2.9% more.
+SHARED_GPU_RESOLUTION = 0.03
+
 # Suites time hundreds of shapes: fewer, shorter blocks than a single `eval` (same protocol).
 TIMING_PROFILES = {
     "standard": {"perf_blocks": 10, "block_ms": 40.0, "warmup_ms": 25.0},
@@ -82,7 +87,12 @@ def judge_suite_command(
         out.unlink()
     store = ResultStore(out)
     defaults = JudgeOptions()
-    options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases, **TIMING_PROFILES[timing],
+    # With other workers on the GPU between timing turns (and compiling on the CPU during them),
+    # two processes timing the same kernel differ more than on a quiet machine: intervals carry
+    # the systematic term measured by reference-against-itself suite runs (docs/benchmarks.md).
+    resolution = SHARED_GPU_RESOLUTION if workers_per_device > 1 else defaults.resolution
+    options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases, resolution=resolution,
+                           **TIMING_PROFILES[timing],
                            **{name: getattr(defaults, name) * timeout_scale
                               for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout")})
     err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line
