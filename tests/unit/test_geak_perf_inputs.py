@@ -136,3 +136,18 @@ def test_on_the_gpu_large_inputs_are_built_there_and_small_ones_where_asked():
     big, table, lengths = gpi.one_case(Mixed(), 1, "cuda")
     assert big.device.type == "cuda" and table.device.type == "cuda" and not table.any()
     assert lengths.device.type == "cpu" and lengths.tolist() == [1 << 20]
+
+
+def test_a_script_too_costly_to_replay_is_built_its_own_way(monkeypatch):
+    monkeypatch.setattr(gpi, "MAX_REPLAY_CALLS", 10)
+    assert gpi.count_inputs(Script(sizes=(4, 8)))[1] is True  # a few calls per case
+    assert gpi.count_inputs(Script(sizes=tuple(range(1, 9))))[1] is False  # 3 per case, 8 cases
+
+
+def test_the_per_process_check_stops_counting_once_the_answer_is_known(monkeypatch):
+    monkeypatch.setattr(gpi, "MAX_REPLAY_CALLS", 10)
+    script = Script(sizes=tuple(range(1, 9)))
+    assert gpi.suits_one_case(script) is False
+    assert script.cases_started[-1] < 7 and script.input_tensors == []  # stopped early, nothing kept
+    assert gpi.suits_one_case(Script(sizes=(4, 8))) is True
+    assert gpi.suits_one_case(Script(all_at_once=True)) is False

@@ -229,7 +229,7 @@ class GeakImpl:
         perf = self.perf_script()
         if self._one_by_one is None:
             try:
-                self._one_by_one = geak_perf_inputs.count_inputs(perf)[1]
+                self._one_by_one = geak_perf_inputs.suits_one_case(perf)
             except Exception:  # noqa: BLE001 - the eager build below reports real problems
                 self._one_by_one = False
         if self._one_by_one and index not in self._unfollowable:
@@ -300,9 +300,13 @@ def _describe(value: Any) -> str:
 
 
 @lru_cache(maxsize=None)
-def _enumerate_perf_inputs(perf_script: str) -> tuple[tuple[str, ...], str]:
+def _enumerate_perf_inputs(perf_script: str, golden_path: Path | None = None,
+                           kernel_code: str = "") -> tuple[tuple[str, ...], str]:
     """Labels of a perf script's inputs, found by running `get_input_tensors` with every tensor
-    created on PyTorch's "meta" device (no memory, no GPU). Returns (labels, problem)."""
+    created on PyTorch's "meta" device (no memory, no GPU). Returns (labels, problem). A script
+    that builds inputs with the golden module's own functions (int4_matmul's `quantize_int4`,
+    fast_rms_layernorm's `SimpleLayerNorm`) is counted again with that module loaded, in a forked
+    process, and the labels are cached by content for the judge's processes."""
     stem = Path(perf_script).stem.removesuffix("_perf")
     stub = geak_compat.unavailable_module(stem, "inputs are only being counted")
     geak_compat.install({stem: stub, f"{GOLDEN_PACKAGE}.{stem}": stub})
@@ -311,11 +315,78 @@ def _enumerate_perf_inputs(perf_script: str) -> tuple[tuple[str, ...], str]:
             script = exec_module(f"kernelwright_perf_count_{stem}", Path(perf_script).read_text(), perf_script)
             inputs, _ = geak_perf_inputs.count_inputs(script.performance_metrics())
         return tuple(_describe(x) for x in inputs), ""
+    except geak_compat.Unavailable as exc:
+        if golden_path is None:
+            return (), f"could not enumerate the perf script's inputs: {exc}"
+        try:
+            return tuple(_perf_labels_with_golden(str(perf_script), str(golden_path), kernel_code)), ""
+        except Exception as again:  # noqa: BLE001
+            return (), f"could not enumerate the perf script's inputs: {again}"
     except Exception as exc:  # noqa: BLE001 - reported with the task, never fatal
         return (), f"could not enumerate the perf script's inputs: {type(exc).__name__}: {exc}"
     finally:
         for name in (stem, f"kernelwright_perf_count_{stem}"):
             sys.modules.pop(name, None)
+
+
+def _golden_labels_cache(perf_script: str, kernel_code: str) -> Path:
+    digest = hashlib.sha256("\0".join(("perf-v1", perf_script, Path(perf_script).read_text(), kernel_code))
+                            .encode()).hexdigest()[:32]
+    return Path(tempfile.gettempdir()) / "kernelwright-perf-labels" / f"{digest}.json"
+
+
+def _store(cache: Path, value: Any) -> None:
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    partial = cache.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(value))
+    os.replace(partial, cache)
+
+
+def _perf_labels_with_golden(perf_script: str, golden_path: str, kernel_code: str) -> list[str]:
+    """`_golden_perf_labels` in a forked process, cached by the content of both files."""
+    cache = _golden_labels_cache(perf_script, kernel_code)
+    try:
+        return json.loads(cache.read_text())
+    except (OSError, ValueError):
+        labels = _in_forked_process(_golden_perf_labels, perf_script, golden_path, kernel_code)
+        _store(cache, labels)
+        return labels
+
+
+def _prefetch_golden_perf_labels(root: Path, stems: list[str]) -> None:
+    """Count, all at once, the perf inputs of scripts that need their golden module to build them
+    (their Python loops take up to half a minute each on the meta device): one forked process per
+    script, results cached where `_perf_labels_with_golden` finds them. Failures are left for the
+    per-task load to report."""
+    jobs = []
+    for stem in stems:
+        perf_script = root / TRITONBENCH_PERF_DIR / f"{stem}_perf.py"
+        golden_path = root / TRITONBENCH_DIR / f"{stem}.py"
+        if not perf_script.is_file() or not golden_path.is_file():
+            continue
+        kernel_code, _ = split_source(golden_path.read_text())
+        cache = _golden_labels_cache(str(perf_script), kernel_code)
+        if cache.is_file():
+            continue
+        _, problem = _enumerate_perf_inputs(str(perf_script))  # the cheap count, with a stand-in
+        if "is not available here" in problem:
+            jobs.append((cache, _fork_json(_golden_perf_labels, str(perf_script), str(golden_path), kernel_code)))
+    for cache, (pid, read_end) in jobs:
+        try:
+            _store(cache, _collect(pid, read_end))
+        except (RuntimeError, OSError, ValueError):
+            pass
+
+
+def _golden_perf_labels(perf_script: str, golden_path: str, kernel_code: str) -> list[str]:
+    stem = Path(perf_script).stem.removesuffix("_perf")
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        golden = exec_module(f"kernelwright_golden_count_{stem}", portable_libdevice(kernel_code), golden_path)
+        geak_compat.install({stem: golden, f"{GOLDEN_PACKAGE}.{stem}": golden})
+        script = exec_module(f"kernelwright_perf_count_{stem}", Path(perf_script).read_text(), perf_script)
+        inputs, _ = geak_perf_inputs.count_inputs(script.performance_metrics())
+    return [_describe(x) for x in inputs]
 
 
 @lru_cache(maxsize=4)
@@ -374,7 +445,7 @@ def tritonbench_task(root: Path, stem: str) -> Task:
     names = _required_names(kernel_code, stripped)
     perf_cases: list[Case] = []
     if perf_script.is_file():
-        labels, problem = _enumerate_perf_inputs(str(perf_script))
+        labels, problem = _enumerate_perf_inputs(str(perf_script), path, kernel_code)
         perf_cases = [Case("any", label=f"input {i}: {label}", index=i) for i, label in enumerate(labels)]
         if problem:
             notes.append(problem)
@@ -471,13 +542,25 @@ def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -
 
 def _run_enumerator(path: Path, kernel_code: str, test_code: str) -> dict[str, list[dict]]:
     """`_enumerate_marks` in a forked process; its result as plain data."""
+    return _in_forked_process(_enumerate_marks, path, kernel_code, test_code)
+
+
+def _in_forked_process(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args) run in a forked, short-lived process (suite code may initialise CUDA at import,
+    after which a judge process could not fork working children); its JSON-able result."""
+    return _collect(*_fork_json(fn, *args))
+
+
+def _fork_json(fn: Callable[..., Any], *args: Any) -> tuple[int, int]:
+    """Start fn(*args) in a forked process that writes its result as JSON to a pipe; returns
+    (pid, read end). Several can run at once; `_collect` waits for one."""
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # pragma: no cover - the forked enumerator; never returns
+    if pid == 0:  # pragma: no cover - the forked process; never returns
         code = 1
         try:
             os.close(read_end)
-            payload = json.dumps({"ok": True, "found": _enumerate_marks(path, kernel_code, test_code)})
+            payload = json.dumps({"ok": True, "found": fn(*args)})
         except BaseException as exc:  # noqa: BLE001
             payload = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         try:
@@ -487,6 +570,10 @@ def _run_enumerator(path: Path, kernel_code: str, test_code: str) -> dict[str, l
         finally:
             os._exit(code)
     os.close(write_end)
+    return pid, read_end
+
+
+def _collect(pid: int, read_end: int) -> Any:
     with os.fdopen(read_end) as inp:
         text = inp.read()
     os.waitpid(pid, 0)
@@ -726,4 +813,6 @@ def load_suite(name: str, path: str | Path) -> tuple[list[Task], list[tuple[str,
     root = checkout_root(path)
     files, factory = {"tritonbench-revised": (tritonbench_files, tritonbench_task),
                       "rocm": (rocm_files, rocm_task)}[name]
+    if name == "tritonbench-revised":
+        _prefetch_golden_perf_labels(root, [file.stem for file in files(root)])
     return _load_each(factory, root, ((file.stem, file.name) for file in files(root)))

@@ -117,6 +117,10 @@ def install(extra: dict[str, types.ModuleType] | None = None) -> None:
         sys.modules[name] = mod
 
 
+class Unavailable(RuntimeError):
+    """Code called a function of a module that is only a stand-in here."""
+
+
 def unavailable_module(name: str, why: str) -> types.ModuleType:
     """A module whose every attribute is a function that raises: stands in for the golden module
     inside a candidate's process, where reference code must never run."""
@@ -127,7 +131,7 @@ def unavailable_module(name: str, why: str) -> types.ModuleType:
             raise AttributeError(attr)
 
         def unavailable(*args, **kwargs):
-            raise RuntimeError(f"{name}.{attr} is not available here: {why}")
+            raise Unavailable(f"{name}.{attr} is not available here: {why}")
 
         return unavailable
 

@@ -25,6 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# Building case k replays the script's work for cases 0..k-1 on the meta device: cheap for scripts
+# that draw tensors, not for ones that loop in Python over columns (int4 packing: ~10^6 torch calls,
+# 25 s). Past this many calls for the whole script, it is built once, its own way. (A count, not a
+# time: both sides of a judgement must make the same choice.)
+MAX_REPLAY_CALLS = 20_000
 LARGE_BYTES = 1 << 20  # smaller tensors are made where the script asks (cheap either way)
 CASE_SEED = 0x6B77  # the generators' seed at the start of a case's window
 
@@ -68,7 +73,7 @@ def _zeroed_if_empty(name: str, result: Any) -> Any:
     return result
 
 
-def _make_mode(perf: Any, target: int | None, device: str):
+def _make_mode(perf: Any, target: int | None, device: str, max_calls: int | None = None):
     """A TorchFunctionMode building only case `target` of `perf` (None: nothing, all on meta)."""
     import torch
     from torch.overrides import TorchFunctionMode
@@ -88,11 +93,15 @@ def _make_mode(perf: Any, target: int | None, device: str):
     class CaseMode(TorchFunctionMode):
         seeded = False
         last_window = 0  # the highest window a torch call ran in
+        calls = 0  # torch calls the script made
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = dict(kwargs or {})
             current = window()
             self.last_window = max(self.last_window, current)
+            self.calls += 1
+            if max_calls is not None and self.calls > max_calls:
+                raise _CaseDone  # counted enough to know the answer
             if target is not None and current > target:
                 raise _CaseDone
             building = target is not None and current == target
@@ -127,16 +136,34 @@ def _make_mode(perf: Any, target: int | None, device: str):
 
 def count_inputs(perf: Any) -> tuple[list, bool]:
     """Run `perf.get_input_tensors()` with every tensor on the meta device (no memory, no GPU).
-    Returns `perf.input_tensors` (meta tensors: shapes and dtypes only) and whether the script
-    builds them one case at a time (appending as it goes), which `one_case` needs: a script that
-    assigns the whole list at the end would otherwise be built entirely as its first case."""
+    Returns `perf.input_tensors` (meta tensors: shapes and dtypes only) and whether `one_case`
+    suits the script: it must build them one case at a time (appending as it goes; a script that
+    assigns the whole list at the end would be built entirely as its first case), cheaply enough
+    to be replayed (MAX_REPLAY_CALLS)."""
     import torch
 
     mode = _make_mode(perf, None, "meta")
     with torch.device("meta"), mode:
         perf.get_input_tensors()
     inputs = list(perf.input_tensors)
-    return inputs, len(inputs) <= 1 or mode.last_window >= 1
+    appends = len(inputs) <= 1 or mode.last_window >= 1
+    return inputs, appends and mode.calls <= MAX_REPLAY_CALLS
+
+
+def suits_one_case(perf: Any) -> bool:
+    """`count_inputs(perf)[1]`, but stopping as soon as the script has made more torch calls than
+    a replay may cost (counting int4_matmul's inputs alone takes half a minute)."""
+    import torch
+
+    mode = _make_mode(perf, None, "meta", max_calls=MAX_REPLAY_CALLS)
+    try:
+        with torch.device("meta"), mode:
+            perf.get_input_tensors()
+    except _CaseDone:
+        return False
+    finally:
+        inputs, perf.input_tensors = list(perf.__dict__.get("input_tensors") or ()), []
+    return len(inputs) <= 1 or mode.last_window >= 1
 
 
 def one_case(perf: Any, index: int, device: str) -> Any:
