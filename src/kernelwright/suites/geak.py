@@ -532,10 +532,7 @@ def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -
         found = json.loads(cache.read_text())
     except (OSError, ValueError):
         found = _run_enumerator(path, kernel_code, test_code)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(found))
-        os.replace(partial, cache)
+        _store(cache, found)
     return {test: [{k: _unplain(v) for k, v in params.items()} for params in combos]
             for test, combos in found.items()}
 
