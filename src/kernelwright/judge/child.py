@@ -901,6 +901,15 @@ class Harness:
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("time_block", exc))
 
+    def op_memory_fraction(self, msg: dict) -> None:
+        """Change the candidate's cap on GPU memory (lifted while its worker has the GPU alone)."""
+        try:
+            if self.is_gpu and self.role == "candidate":
+                self.torch.cuda.set_per_process_memory_fraction(float(msg["fraction"]), 0)
+            self.send({"op": "memory_fraction", "ok": True})
+        except BaseException as exc:  # noqa: BLE001
+            self.send(self._error("memory_fraction", exc))
+
     def op_retune(self, msg: dict) -> None:
         try:
             self.send({"op": "retune", "ok": True, "autotuners": self.counter.forget_tuning()})

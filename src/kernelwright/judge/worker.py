@@ -321,6 +321,26 @@ class Worker:
             finally:
                 seconds["performance"] = round(seconds.get("performance", 0.0) + time.monotonic() - got, 3)
 
+    def _candidate_memory_cap(self, cand: ChildProcess, fraction: float | None, opts, stage: str) -> None:
+        """Set the candidate's GPU memory cap (None: no cap). The cap keeps a runaway candidate from
+        starving the other workers' processes; while this worker has the GPU alone it only failed
+        legitimate large shapes (two 8 GiB tensors of fast_rope_embedding, cloned per block). On
+        the CPU the child only acknowledges it."""
+        self._ask(cand, {"op": "memory_fraction", "fraction": 1.0 if fraction is None else fraction},
+                  opts["perf_timeout"], "setting the candidate's memory cap", stage)
+
+    @contextlib.contextmanager
+    def _alone_with(self, cand: ChildProcess, opts):
+        """The candidate's memory cap lifted for the block (the caller holds the GPU exclusively)."""
+        self._candidate_memory_cap(cand, None, opts, "performance")
+        try:
+            yield
+        finally:
+            try:
+                self._candidate_memory_cap(cand, self.options.get("memory_fraction", 0.45), opts, "performance")
+            except (CaseFailed, JudgeError, ChildFailure):
+                pass  # the candidate is finished with either way; its verdict already says why
+
     def _add_lock_stats(self, stats: dict) -> None:
         for key, seconds in stats.items():
             if isinstance(seconds, (int, float)):
@@ -533,6 +553,8 @@ class Worker:
         self._ask(cand, {"op": "load", "path": verdict.candidate, "task_ref": task.ref,
                          "gpu_lock": self._share_gpu},
                   opts["load_timeout"], "importing the candidate", "call")
+        if self._exclusive_held:  # judged again alone after running out of memory next to others
+            self._candidate_memory_cap(cand, None, opts, "call")
 
         cases = task.correctness_cases
         items, labels = [], []
@@ -755,7 +777,7 @@ class Worker:
         if checked:
             # One exclusive turn per task: a turn per perf case made every worker queue behind each
             # one (the writer waits for all readers in flight), and throughput fell by half.
-            with self._timing_turn(verdict):
+            with self._timing_turn(verdict), self._alone_with(cand, opts):
                 # autotuning choices made next to other workers are dropped: tuned again, alone
                 retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners",
                                           "performance")["autotuners"]
