@@ -8,8 +8,8 @@ Reads the per-task JSONL that `kernelwright judge-suite` writes (it is never mod
     the performance stage, the summed phases (spot check, warm-up, timing blocks, release) and
     the per-perf-case mean;
   * for a `--candidates reference` run: per-task speedups, the median and max |speedup - 1|, how
-    many per-task 95% intervals cover 1.0, and in how many perf cases the two sides' autotuners
-    chose different configs.
+    many per-task 95% intervals cover 1.0, in how many perf cases the two sides' autotuners
+    chose different configs, and in how many the calls wait for the GPU inside (host-synchronising).
 """
 
 from __future__ import annotations
@@ -63,8 +63,12 @@ def profile(records: list[dict]) -> dict:
             # the third session of 2026-12-01)
             apart = sum(1 for c in verdict.get("cases", []) if (c.get("timing") or {}).get("tuned")
                         and c["timing"]["tuned"].get("ref") != c["timing"]["tuned"].get("cand"))
+            # perf cases whose calls wait for the GPU inside (recorded since the fourth session)
+            host_sync = sum(1 for c in verdict.get("cases", []) if any(((c.get("timing") or {}).get("host_sync")
+                                                                         or {}).values()))
             speedups.append({"task": record["task"], "speedup": verdict["speedup"], "ci95": [low, high],
-                             "covers_1": low is not None and low <= 1.0 <= high, "tuned_apart": apart})
+                             "covers_1": low is not None and low <= 1.0 <= high, "tuned_apart": apart,
+                             "host_sync": host_sync})
     deviations = [abs(s["speedup"] - 1.0) for s in speedups]
     return {
         "tasks": len(records),
@@ -104,7 +108,8 @@ def main() -> None:
               f"max {report['max_abs_dev']}, 95% CI covers 1.0 in {report['ci_covers_1']}")
         for s in worst:
             apart = f"  autotuned apart in {s['tuned_apart']} perf case(s)" if s.get("tuned_apart") else ""
-            print(f"  {s['task']:40s} {s['speedup']:.4f}  CI [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]{apart}")
+            sync = f"  host-synchronising in {s['host_sync']} perf case(s)" if s.get("host_sync") else ""
+            print(f"  {s['task']:40s} {s['speedup']:.4f}  CI [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]{apart}{sync}")
 
 
 if __name__ == "__main__":
