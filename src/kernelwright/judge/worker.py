@@ -896,7 +896,7 @@ class Worker:
                 f"host-synchronising calls ({' and '.join(waits)}, first at {label}): the call waits for the GPU "
                 "inside (.item(), a size read back, a synchronize), so its time includes host latency and "
                 "varies with CPU load; such speedups are less reliable than pure device times")
-
+        if spec is not None and task.cost is not None:
             bound = roofline_ms(spec, task.cost(case), case.dtype)
             result.roofline_ms = bound
             if bound is not None and timing.cand_ms < bound / opts["roofline_slack"]:
