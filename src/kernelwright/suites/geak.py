@@ -299,7 +299,6 @@ def _describe(value: Any) -> str:
     return repr(value)[:40]
 
 
-@lru_cache(maxsize=None)
 def _enumerate_perf_inputs(perf_script: str, golden_path: Path | None = None,
                            kernel_code: str = "") -> tuple[tuple[str, ...], str]:
     """Labels of a perf script's inputs, found by running `get_input_tensors` with every tensor
@@ -307,6 +306,19 @@ def _enumerate_perf_inputs(perf_script: str, golden_path: Path | None = None,
     that builds inputs with the golden module's own functions (int4_matmul's `quantize_int4`,
     fast_rms_layernorm's `SimpleLayerNorm`) is counted again with that module loaded, in a forked
     process, and the labels are cached by content for the judge's processes."""
+    labels, problem, needs_golden = _count_with_stand_in(perf_script)
+    if not needs_golden or golden_path is None:
+        return labels, problem
+    try:
+        return tuple(_perf_labels_with_golden(str(perf_script), str(golden_path), kernel_code)), ""
+    except Exception as exc:  # noqa: BLE001 - reported with the task, never fatal
+        return (), f"could not enumerate the perf script's inputs: {exc}"
+
+
+@lru_cache(maxsize=None)
+def _count_with_stand_in(perf_script: str) -> tuple[tuple[str, ...], str, bool]:
+    """The meta-device count with a stand-in for the golden module: (labels, problem, whether
+    the script called the golden module, so that only a count with it loaded can tell)."""
     stem = Path(perf_script).stem.removesuffix("_perf")
     stub = geak_compat.unavailable_module(stem, "inputs are only being counted")
     geak_compat.install({stem: stub, f"{GOLDEN_PACKAGE}.{stem}": stub})
@@ -314,16 +326,11 @@ def _enumerate_perf_inputs(perf_script: str, golden_path: Path | None = None,
         with contextlib.redirect_stdout(io.StringIO()):
             script = exec_module(f"kernelwright_perf_count_{stem}", Path(perf_script).read_text(), perf_script)
             inputs, _ = geak_perf_inputs.count_inputs(script.performance_metrics())
-        return tuple(_describe(x) for x in inputs), ""
+        return tuple(_describe(x) for x in inputs), "", False
     except geak_compat.Unavailable as exc:
-        if golden_path is None:
-            return (), f"could not enumerate the perf script's inputs: {exc}"
-        try:
-            return tuple(_perf_labels_with_golden(str(perf_script), str(golden_path), kernel_code)), ""
-        except Exception as again:  # noqa: BLE001
-            return (), f"could not enumerate the perf script's inputs: {again}"
+        return (), f"could not enumerate the perf script's inputs: {exc}", True
     except Exception as exc:  # noqa: BLE001 - reported with the task, never fatal
-        return (), f"could not enumerate the perf script's inputs: {type(exc).__name__}: {exc}"
+        return (), f"could not enumerate the perf script's inputs: {type(exc).__name__}: {exc}", False
     finally:
         for name in (stem, f"kernelwright_perf_count_{stem}"):
             sys.modules.pop(name, None)
@@ -368,8 +375,7 @@ def _prefetch_golden_perf_labels(root: Path, stems: list[str]) -> None:
         cache = _golden_labels_cache(str(perf_script), kernel_code)
         if cache.is_file():
             continue
-        _, problem = _enumerate_perf_inputs(str(perf_script))  # the cheap count, with a stand-in
-        if "is not available here" in problem:
+        if _count_with_stand_in(str(perf_script))[2]:  # the cheap count says the golden is needed
             jobs.append((cache, _fork_json(_golden_perf_labels, str(perf_script), str(golden_path), kernel_code)))
     for cache, (pid, read_end) in jobs:
         try:
