@@ -140,30 +140,30 @@ def count_inputs(perf: Any) -> tuple[list, bool]:
     suits the script: it must build them one case at a time (appending as it goes; a script that
     assigns the whole list at the end would be built entirely as its first case), cheaply enough
     to be replayed (MAX_REPLAY_CALLS)."""
-    import torch
-
-    mode = _make_mode(perf, None, "meta")
-    with torch.device("meta"), mode:
-        perf.get_input_tensors()
-    inputs = list(perf.input_tensors)
-    appends = len(inputs) <= 1 or mode.last_window >= 1
-    return inputs, appends and mode.calls <= MAX_REPLAY_CALLS
+    return _count(perf, None)
 
 
 def suits_one_case(perf: Any) -> bool:
     """`count_inputs(perf)[1]`, but stopping as soon as the script has made more torch calls than
-    a replay may cost (counting int4_matmul's inputs alone takes half a minute)."""
+    a replay may cost (counting int4_matmul's inputs alone takes half a minute); keeps nothing."""
+    try:
+        return _count(perf, MAX_REPLAY_CALLS)[1]
+    finally:
+        perf.input_tensors = []
+
+
+def _count(perf: Any, max_calls: int | None) -> tuple[list, bool]:
     import torch
 
-    mode = _make_mode(perf, None, "meta", max_calls=MAX_REPLAY_CALLS)
+    mode = _make_mode(perf, None, "meta", max_calls=max_calls)
     try:
         with torch.device("meta"), mode:
             perf.get_input_tensors()
-    except _CaseDone:
-        return False
-    finally:
-        inputs, perf.input_tensors = list(perf.__dict__.get("input_tensors") or ()), []
-    return len(inputs) <= 1 or mode.last_window >= 1
+    except _CaseDone:  # past max_calls: too costly to replay, whatever else holds
+        return list(perf.__dict__.get("input_tensors") or ()), False
+    inputs = list(perf.input_tensors)
+    appends = len(inputs) <= 1 or mode.last_window >= 1
+    return inputs, appends and mode.calls <= MAX_REPLAY_CALLS
 
 
 def one_case(perf: Any, index: int, device: str) -> Any:
