@@ -739,9 +739,10 @@ class Harness:
                 if calls >= 1000 or ((calls >= 3 or slow) and (self._perf_counter() - start) * 1e3 >= warm_ms):
                     break
             steady = sorted(host_ms[1:] or host_ms)
-            pad_ms = self._host_pad_ms(steady[len(steady) // 2])
+            host_median = steady[len(steady) // 2]
+            pad_ms = self._host_pad_ms(host_median)
             # (not asked of slow calls: a host wait is lost in their length, and two more calls cost)
-            host_sync = not slow and self._waits_for_device(steady[len(steady) // 2])
+            host_sync = not slow and self._waits_for_device(host_median)
             t1 = self._perf_counter()
             times = self._timed_calls(2 if slow else 5, pad_ms)
             flush_ms = self._flush_ms(3)
