@@ -321,23 +321,23 @@ class Worker:
             finally:
                 seconds["performance"] = round(seconds.get("performance", 0.0) + time.monotonic() - got, 3)
 
-    def _candidate_memory_cap(self, cand: ChildProcess, fraction: float | None, opts, stage: str) -> None:
-        """Set the candidate's GPU memory cap (None: no cap). The cap keeps a runaway candidate from
+    def _candidate_memory_cap(self, cand: ChildProcess, fraction: float, opts, stage: str) -> None:
+        """Set the candidate's GPU memory cap (1.0: the whole GPU). The cap keeps a runaway candidate from
         starving the other workers' processes; while this worker has the GPU alone it only failed
         legitimate large shapes (two 8 GiB tensors of fast_rope_embedding, cloned per block). On
         the CPU the child only acknowledges it."""
-        self._ask(cand, {"op": "memory_fraction", "fraction": 1.0 if fraction is None else fraction},
+        self._ask(cand, {"op": "memory_fraction", "fraction": fraction},
                   opts["perf_timeout"], "setting the candidate's memory cap", stage)
 
     @contextlib.contextmanager
     def _alone_with(self, cand: ChildProcess, opts):
         """The candidate's memory cap lifted for the block (the caller holds the GPU exclusively)."""
-        self._candidate_memory_cap(cand, None, opts, "performance")
+        self._candidate_memory_cap(cand, 1.0, opts, "performance")
         try:
             yield
         finally:
             try:
-                self._candidate_memory_cap(cand, self.options.get("memory_fraction", 0.45), opts, "performance")
+                self._candidate_memory_cap(cand, self._memory_fraction, opts, "performance")
             except (CaseFailed, JudgeError, ChildFailure):
                 pass  # the candidate is finished with either way; its verdict already says why
 
@@ -350,8 +350,13 @@ class Worker:
         return ChildProcess(role, task, self.device, self._child_options(role), self._add_lock_stats)
 
     # -- children ---------------------------------------------------------------------------
+    @property
+    def _memory_fraction(self) -> float:
+        """The share of GPU memory a candidate process may take while the GPU is shared."""
+        return self.options.get("memory_fraction", 0.45)
+
     def _child_options(self, role: str) -> dict:
-        return {"memory_fraction": self.options.get("memory_fraction", 0.45) if role == "candidate" else None,
+        return {"memory_fraction": self._memory_fraction if role == "candidate" else None,
                 "cpu_threads": self.options.get("cpu_threads", 1),
                 "max_file_bytes": 64 << 20}
 
@@ -554,7 +559,7 @@ class Worker:
                          "gpu_lock": self._share_gpu},
                   opts["load_timeout"], "importing the candidate", "call")
         if self._exclusive_held:  # judged again alone after running out of memory next to others
-            self._candidate_memory_cap(cand, None, opts, "call")
+            self._candidate_memory_cap(cand, 1.0, opts, "call")
 
         cases = task.correctness_cases
         items, labels = [], []
