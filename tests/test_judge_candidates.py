@@ -44,6 +44,13 @@ def test_printed_text_is_never_parsed(verdicts):
     assert verdict.stage == "correctness"
 
 
+def test_a_timeout_shows_where_the_candidate_was_stuck(verdicts):
+    verdict = verdicts[0]["host_infinite_loop.py"]
+    assert "timed out" in verdict.reason
+    # every thread's stack, dumped before the kill: the loop's line is named
+    assert "host_infinite_loop.py\", line 21 in vector_add" in verdict.log_tail, verdict.log_tail
+
+
 def test_passing_verdict_records_kernels_and_seeds(verdicts):
     verdict = verdicts[0]["good.py"]
     assert verdict.kernels.get("add_kernel", 0) >= 1

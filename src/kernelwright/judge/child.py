@@ -16,8 +16,10 @@ stdout and stderr go to a log file that the worker reads as text, never as resul
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import random
+import signal
 import sys
 import time
 import traceback
@@ -130,6 +132,9 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
             procs.make_undumpable()
         _close_fds_except(conn_fd)
         _redirect_stdio(log_path)
+        # On a timeout the worker asks for every thread's stack (written from C, so it works
+        # while Python is stuck in a kernel launch, a lock or a compile) before killing us.
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
         conn = Connection(conn_fd)
         Harness(conn, role, task, device, options).serve()
     except BaseException:  # noqa: BLE001 - the child must never unwind into the worker's code

@@ -31,6 +31,8 @@ from .gpulock import MAX_LOCK_CREDIT_S, device_lock
 
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
+STACK_DUMP_SIGNAL = signal.SIGUSR1  # a child's faulthandler writes all its threads' stacks
+STACK_DUMP_WAIT_S = 0.5
 MAX_REPLY_BYTES = 4 << 30
 
 
@@ -132,6 +134,7 @@ class ChildProcess:
                 budget = MAX_LOCK_CREDIT_S - credit - (now - waiting_since)
             try:
                 if not self.conn.poll(max(0.0, budget)):
+                    self.dump_stacks()
                     self.kill()
                     if waiting_since is not None:
                         reason = f"waited more than {MAX_LOCK_CREDIT_S:g} s for the GPU while {doing}"
@@ -198,6 +201,18 @@ class ChildProcess:
             except (ProcessLookupError, PermissionError):
                 pass
             self.stopped = False
+
+    def dump_stacks(self) -> None:
+        """Ask a child that ran out of time to write every thread's Python stack to its log
+        (faulthandler, installed at its start), so the timeout's log tail says where it hung."""
+        if not self.alive:
+            return
+        self.resume()
+        try:
+            os.kill(self.pid, STACK_DUMP_SIGNAL)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(STACK_DUMP_WAIT_S)
 
     def kill(self) -> None:
         from . import procs
