@@ -322,3 +322,15 @@ def test_reference_reading_past_a_tensor_its_test_made_is_compared_where_defined
     flags = [f for f in verdict.flags if "golden test function" in f]
     # 1024 elements, 4 blocks: the first block's 256 values are defined, the other 768 are not
     assert flags and "leaves 768 output value(s)" in flags[0], verdict.flags
+
+
+def test_a_reference_that_hangs_is_reported_with_where_it_hung(tmp_path):
+    """A golden whose test never returns (TritonBench's chunk_retention_ops compiles for minutes
+    under Triton 3.6): the task is reported unrunnable, and the reason carries the stack."""
+    hang = KERNEL.replace("    output = torch.empty_like(x)", "    while True:\n        pass")
+    root = write_checkout(tmp_path / "GEAK-eval", "add_value", hang.replace("VALUE", "10") + "\n" + "#" * 146
+                          + "\n" + TEST, "Add 10.")
+    (task,), _ = load_suite("tritonbench-revised", root)
+    verdict = judge_on_cpu(task, task.reference_impl, seeds=1, call_timeout=6, case_timeout=6, load_timeout=60)
+    assert verdict.stage == "judge_error" and "timed out" in verdict.reason
+    assert "in puzzle1" in verdict.detail + verdict.log_tail, verdict.detail

@@ -30,6 +30,10 @@ from typing import Any, Callable, NoReturn
 from . import procs, wire
 from .gpulock import SharedHold, release_during_compile
 
+# On this signal faulthandler writes every thread's stack to the log (the worker sends it before
+# killing a child that ran out of time). Not SIGUSR1: LLVM, loaded by Triton's compiler, takes
+# SIGUSR1 as its "info" signal, and a reference stuck compiling on the H200 left an empty log.
+STACK_DUMP_SIGNAL = signal.SIGUSR2
 POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed ints: an unwritten output never passes
 FREE_MEMORY_POISON_BYTES = 64 << 20
 # Poisoned guard zones around each input during a probe: reads past either end of an input (a
@@ -134,7 +138,7 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
         _redirect_stdio(log_path)
         # On a timeout the worker asks for every thread's stack (written from C, so it works
         # while Python is stuck in a kernel launch, a lock or a compile) before killing us.
-        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+        faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True)
         conn = Connection(conn_fd)
         Harness(conn, role, task, device, options).serve()
     except BaseException:  # noqa: BLE001 - the child must never unwind into the worker's code

@@ -31,7 +31,6 @@ from .gpulock import MAX_LOCK_CREDIT_S, device_lock
 
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
-STACK_DUMP_SIGNAL = signal.SIGUSR1  # a child's faulthandler writes all its threads' stacks
 STACK_DUMP_WAIT_S = 0.5
 MAX_REPLY_BYTES = 4 << 30
 
@@ -205,6 +204,8 @@ class ChildProcess:
     def dump_stacks(self) -> None:
         """Ask a child that ran out of time to write every thread's Python stack to its log
         (faulthandler, installed at its start), so the timeout's log tail says where it hung."""
+        from .child import STACK_DUMP_SIGNAL
+
         if not self.alive:
             return
         self.resume()
