@@ -31,8 +31,9 @@ from . import procs, wire
 from .gpulock import SharedHold, release_during_compile
 
 # On this signal faulthandler writes every thread's stack to the log (the worker sends it before
-# killing a child that ran out of time). Not SIGUSR1: LLVM, loaded by Triton's compiler, takes
-# SIGUSR1 as its "info" signal, and a reference stuck compiling on the H200 left an empty log.
+# killing a child that ran out of time). Not SIGUSR1: a reference stuck in Triton's LLVM stage on
+# the H200 left an empty log after SIGUSR1, which LLVM's signal support uses as its "info" signal
+# (the likely cause; not yet confirmed on the device).
 STACK_DUMP_SIGNAL = signal.SIGUSR2
 POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed ints: an unwritten output never passes
 FREE_MEMORY_POISON_BYTES = 64 << 20
