@@ -4,6 +4,8 @@ correctness checks (shared), and shared holders still overlap each other."""
 import threading
 import time
 
+import pytest
+
 from kernelwright.judge.gpulock import device_lock
 
 
@@ -166,6 +168,7 @@ def _fake_child(monkeypatch):
     ours, theirs = Pipe(duplex=True)
     child = object.__new__(ChildProcess)
     child.conn, child.on_lock_stats, child.role, child.pid = ours, None, "candidate", -1
+    child.alive = child.stopped = False  # no process behind it: nothing to signal
     monkeypatch.setattr(ChildProcess, "kill", lambda self: None)
     monkeypatch.setattr(ChildProcess, "log_tail", lambda self: "")
 
@@ -265,3 +268,37 @@ def test_writer_reports_how_long_it_drained_readers_at_the_turnstile(monkeypatch
     with device_lock("cuda", exclusive=True) as drained:
         assert 0.25 < drained < 2.0
     thread.join(5)
+
+
+@pytest.mark.parametrize("yields", [True, False])
+def test_a_check_steps_aside_at_its_next_launch_for_a_waiting_timer(monkeypatch, tmp_path, yields):
+    """A shared holder in the middle of a long check (a GEAK test function launches many kernels)
+    lets a timing turn in at its next kernel launch instead of at the end of the check."""
+    from kernelwright.judge.gpulock import SharedHold
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr("kernelwright.judge.gpulock.WRITER_PATIENCE_S", 0.1)
+    notices = []
+    hold = SharedHold("cuda", lambda: None, notices.append, can_yield=lambda: yields)
+    writer_in = []
+    start = time.monotonic()
+
+    def writer():
+        with device_lock("cuda", exclusive=True):
+            writer_in.append(time.monotonic() - start)
+            time.sleep(0.1)
+
+    with hold.hold(True):
+        thread = threading.Thread(target=writer)
+        thread.start()
+        while time.monotonic() - start < 2.0:  # a 2 s check launching a kernel every 5 ms
+            hold.yield_if_timer_waits()
+            time.sleep(0.005)
+        check_done = time.monotonic() - start
+    thread.join(5)
+    if yields:
+        assert writer_in[0] < 0.6 and hold.yields >= 1
+        assert notices[:2] == ["waiting", "got"]  # the worker's clock stopped while it queued
+    else:  # a launch inside a graph capture never yields: the timer waits for the check
+        assert writer_in[0] >= check_done - 0.05 and hold.yields == 0

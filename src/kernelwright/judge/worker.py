@@ -206,7 +206,7 @@ class ChildProcess:
         (faulthandler, installed at its start), so the timeout's log tail says where it hung."""
         from .child import STACK_DUMP_SIGNAL
 
-        if not self.alive:
+        if not self.alive or self.pid <= 0:  # (os.kill(-1, ...) would signal every process)
             return
         self.resume()
         try:
