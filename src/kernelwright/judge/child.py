@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, NoReturn
 
 from . import procs, wire
-from .gpulock import SharedHold, release_during_compile
+from .gpulock import SharedHold, release_during_compile, yield_at_launches
 
 # On this signal faulthandler writes every thread's stack to the log (the worker sends it before
 # killing a child that ran out of time). Not SIGUSR1: a reference stuck in Triton's LLVM stage on
@@ -339,9 +339,16 @@ class Harness:
         self._cycles_per_ms: float | None = None
         # Checks hold the GPU lock shared around their own GPU work only, never while compiling
         # (installed before any foreign code can define or bind a kernel).
-        self.share = SharedHold(device, self._sync, self._tell_waited)
+        self.share = SharedHold(device, self._sync, self._tell_waited, self._may_synchronise)
         if self.is_gpu:
             release_during_compile(self.share)
+            yield_at_launches(self.share)
+
+    def _may_synchronise(self) -> bool:
+        """Not while a CUDA graph is being captured (an autotuner declared with use_cuda_graph
+        launches inside one): a device synchronise would invalidate the capture."""
+        capturing = getattr(self.torch.cuda, "is_current_stream_capturing", None)
+        return not (capturing is not None and capturing())
 
     # -- plumbing ---------------------------------------------------------------------------
     def send(self, obj: Any) -> None:

@@ -22,6 +22,11 @@ import time
 from typing import Callable
 
 WRITER_PATIENCE_S = 5.0
+# How often a shared holder looks, at a kernel launch, for a timing turn waiting at the turnstile.
+# Without it the turn waited for the longest check in flight to finish (a whole GEAK test function:
+# seconds), the other workers queued behind it, and on the H200 those drains plus the turns
+# themselves added up to more than TritonBench-revised's 10-minute budget.
+YIELD_CHECK_S = 0.02
 MAX_LOCK_CREDIT_S = 900.0  # queueing for the GPU that a child may add to one timeout
 
 
@@ -98,14 +103,18 @@ class SharedHold:
     counted for the verdict's profile."""
 
     def __init__(self, device: str, synchronize: Callable[[], None],
-                 on_wait: Callable[[str], None] | None = None) -> None:
+                 on_wait: Callable[[str], None] | None = None,
+                 can_yield: Callable[[], bool] = lambda: True) -> None:
         self.enabled = device != "cpu"
         self._sync = synchronize
         self._on_wait = on_wait  # told "waiting" / "got" around a queued acquisition (timeouts exclude it)
+        self._can_yield = can_yield  # False while a synchronise would break something (graph capture)
         self._files = None
         self.held = False
         self.wait_s = 0.0
         self.compile_s = 0.0
+        self.yields = 0
+        self._checked = 0.0
 
     def _open(self):
         if self._files is None:
@@ -147,6 +156,29 @@ class SharedHold:
             self.release()
             self.acquire()
 
+    def writer_waiting(self) -> bool:
+        """A timing turn holds the turnstile (or, rarely, another reader is passing it)."""
+        _, turnstile = self._open()
+        try:
+            fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        return False
+
+    def yield_if_timer_waits(self) -> None:
+        """Called at every kernel launch: at most every `YIELD_CHECK_S`, step aside for a timing
+        turn that is draining the readers, then carry on (a kernel's worth of drain, not a check's)."""
+        if not self.held:
+            return
+        now = time.monotonic()
+        if now - self._checked < YIELD_CHECK_S:
+            return
+        self._checked = now
+        if self.writer_waiting() and self._can_yield():
+            self.yields += 1
+            self.yield_turn()
+
     @contextlib.contextmanager
     def hold(self, wanted: bool):
         """Hold the lock for the block when `wanted` (requests inside the worker's exclusive turn
@@ -179,6 +211,27 @@ class SharedHold:
         stats = {"wait_s": round(self.wait_s, 4), "compile_s": round(self.compile_s, 4)}
         self.wait_s = self.compile_s = 0.0
         return stats
+
+
+def yield_at_launches(hold: SharedHold) -> bool:
+    """Wrap the launch path of every Triton JIT function (`JITFunction.run`, which autotuners and
+    heuristics reach too) so a shared holder checks for a waiting timing turn before each launch.
+    Returns False when this Triton has no such class."""
+    try:
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return False
+    original = JITFunction.run
+    if getattr(original, "_kernelwright_yields", False):
+        return True
+
+    def run(self, *args, **kwargs):
+        hold.yield_if_timer_waits()
+        return original(self, *args, **kwargs)
+
+    run._kernelwright_yields = True
+    JITFunction.run = run
+    return True
 
 
 def release_during_compile(hold: SharedHold) -> bool:
