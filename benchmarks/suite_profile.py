@@ -4,7 +4,8 @@
 
 Reads the per-task JSONL that `kernelwright judge-suite` writes (it is never modified) and prints:
   * task outcomes (passed / failed by stage / not run) with the first line of every failure reason;
-  * summed stage seconds (reference load, lock waits, call, correctness, performance) and, for
+  * summed stage seconds (reference load, lock waits, call, correctness, performance), the
+    exclusive chain (timing turns plus their drains: serial on a GPU) and, for
     the performance stage, the summed phases (spot check, warm-up, timing blocks, release) and
     the per-perf-case mean;
   * for a `--candidates reference` run: per-task speedups, the median and max |speedup - 1|, how
@@ -70,7 +71,12 @@ def profile(records: list[dict]) -> dict:
                              "covers_1": low is not None and low <= 1.0 <= high, "tuned_apart": apart,
                              "host_sync": host_sync})
     deviations = [abs(s["speedup"] - 1.0) for s in speedups]
+    finished = [r["finished_at"] for r in records if isinstance(r.get("finished_at"), (int, float))]
     return {
+        # Timing turns and the drains before them run one after another on a GPU: on one GPU their
+        # sum is a floor under the run's wall time, whatever the number of workers.
+        "exclusive_chain_s": round(stages.get("performance", 0.0) + stages.get("wait_exclusive_drain", 0.0), 1),
+        "first_to_last_finish_s": round(max(finished) - min(finished), 1) if len(finished) > 1 else None,
         "tasks": len(records),
         "outcomes": dict(outcomes),
         "failures": failures,
@@ -99,6 +105,8 @@ def main() -> None:
     for task, stage, reason in report["failures"]:
         print(f"  {task:40s} {stage:12s} {reason}")
     print("stage seconds (summed over tasks):", report["stage_seconds"])
+    print(f"exclusive chain (timing turns + their drains, serial per GPU): {report['exclusive_chain_s']} s; "
+          f"first to last task finished: {report['first_to_last_finish_s']} s")
     print(f"perf cases timed: {report['perf_cases_timed']}, {report['perf_seconds_per_case']} s each; "
           f"phases {report['perf_phase_seconds']}")
     print("  inside the children:", report["perf_child_phase_seconds"])
