@@ -1,0 +1,86 @@
+"""What the judge installs into Triton inside its processes: autotuners tune on a shorter budget
+(on both sides alike; a file that states its own benchmarker or budget keeps it), and every launch
+path passes the hook that lets a waiting timing turn in. Each test runs in a fresh interpreter:
+the hooks patch Triton's classes for the whole process."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import warnings
+    warnings.simplefilter("ignore")
+    import triton
+    import triton.language as tl
+    from kernelwright.judge.child import LaunchCounter, _tuning_bench, _tuning_bench_cudagraph
+
+    LaunchCounter(None).install()
+
+    @triton.jit
+    def k(x_ptr):
+        pass
+
+    def tuner(**kwargs):
+        return triton.autotune(configs=[triton.Config({}, num_warps=4)], key=[], **kwargs)(k)
+
+    def own(kernel_call, quantiles):
+        return [1.0]
+
+    print(tuner()._do_bench is _tuning_bench)
+    print(tuner(use_cuda_graph=True)._do_bench is _tuning_bench_cudagraph)
+    print(tuner(use_cuda_graph=True, rep=50)._do_bench not in (_tuning_bench, _tuning_bench_cudagraph))
+    print(tuner(do_bench=own)._do_bench is own)
+""")
+
+
+def test_default_and_cuda_graph_tuners_get_the_short_budget_and_stated_ones_are_kept(tmp_path):
+    script = tmp_path / "tuners.py"  # @triton.jit needs its source in a file
+    script.write_text(SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TRITON_INTERPRET": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True"] * 4, out.stdout + out.stderr
+
+
+LAUNCH_SCRIPT = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+    from kernelwright.judge.gpulock import yield_at_launches
+
+    class Hold:
+        looked = 0
+
+        def yield_if_timer_waits(self):
+            Hold.looked += 1
+
+    assert yield_at_launches(Hold())
+    assert yield_at_launches(Hold())  # installed once: a second call does not wrap it again
+
+    @triton.jit
+    def k(x_ptr):
+        pass
+
+    @triton.autotune(configs=[triton.Config({}, num_warps=4)], key=[])
+    @triton.jit
+    def tuned(x_ptr):
+        pass
+
+    for kernel in (k, tuned):
+        try:
+            kernel[(1,)](None)  # no GPU here: the launch itself fails after the hook ran
+        except Exception:
+            pass
+    print(Hold.looked)
+""")
+
+
+def test_every_launch_path_passes_the_yield_hook_once(tmp_path):
+    """Plain launches and autotuned ones (which reach `JITFunction.run` too) look for a waiting
+    timer before launching, once per launch."""
+    script = tmp_path / "launches.py"
+    script.write_text(LAUNCH_SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TRITON_INTERPRET": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2"], out.stdout + out.stderr
