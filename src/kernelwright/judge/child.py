@@ -746,7 +746,9 @@ class Harness:
                 metas.append({"dtype": wire.dtype_name(t.dtype), "shape": list(t.shape),
                               "nbytes": t.numel() * t.element_size()})
             reply = {"op": "spot", "ok": True, "samples": samples, "positions": positions,
-                     "nan_counts": nan_counts, "meta": metas, "launches": launches}
+                     "nan_counts": nan_counts, "meta": metas, "launches": launches,
+                     # the configurations checked: timing must use checked ones
+                     "tuned": self.counter.tuned_configs()}
             if undefined is not None:
                 # sampled positions whose reference value is undefined, and how many undefined
                 # positions each output has (the candidate may hold NaN there)

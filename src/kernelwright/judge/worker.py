@@ -296,6 +296,7 @@ class Worker:
         self.no_probe: dict[str, str] = {}  # task ref -> why its reference is not probed
         self._probe_failures: list[str] = []
         self._perf_bytes: dict[int, int] = {}  # perf case -> output bytes (the timing order)
+        self._spot_tuned: dict[int, dict] = {}  # perf case -> the candidate's autotuner picks when checked
         self._probed = False
         self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
         # This worker holds the GPU exclusively (a timing turn, or a whole task judged alone after
@@ -461,6 +462,7 @@ class Worker:
         opts = dict(request["options"], probe=task.ref not in self.no_probe)
         self._probe_failures = []
         self._perf_bytes = {}
+        self._spot_tuned = {}
         self._lock_stats = {}
         self._probed = False  # whether any probe ran (a later reference failure may be its doing)
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
@@ -773,6 +775,7 @@ class Worker:
                                "poison_sizes": [m["nbytes"] for m in expected["native_meta"]],
                                "gpu_lock": self._share_gpu},
                         timeout, f"running {label}", "performance")
+        self._spot_tuned[pi] = got.get("tuned") or {}
         try:
             self._check_spot(task, label, expected, got, compare_tensor)
         except CaseFailed:
@@ -795,6 +798,7 @@ class Worker:
         l2 = int(self.info.get("l2_bytes") or 0)
         flush_bytes = max(4 * l2, 64 << 20) if self.device != "cpu" else 32 << 20
         timings = []
+        retuned_apart: list[int] = []  # cases the candidate's autotuners decided differently when alone
         if checked:
             # One exclusive turn per task: a turn per perf case made every worker queue behind each
             # one (the writer waits for all readers in flight), and throughput fell by half.
@@ -808,6 +812,13 @@ class Worker:
                 # runs of the same reference settled 1.2-1.5x apart); on the largest it is real.
                 for pi in sorted(checked, key=lambda i: (-self._perf_bytes.get(i, 0), i)):
                     self._time_case(task, ref, cand, verdict, opts, pi, checked, flush_bytes, retuned, timings, spec)
+                    if verdict.cases[-1].timing["tuned"]["cand"] != self._spot_tuned.get(pi, {}):
+                        retuned_apart.append(pi)
+        # What was timed must have been checked: where the autotuner, tuned alone, picked another
+        # configuration than the one the perf-size check ran (the picks stay cached), check again.
+        # Outside the turn: the other workers need not wait for it.
+        for pi in sorted(retuned_apart):
+            self._check_timed_configuration(task, ref, cand, verdict, opts, pi)
         # untimed cases were recorded during the check: list every perf case in the task's order
         order = {case.label: i for i, case in enumerate(task.perf_cases)}
         perf = sorted((c for c in verdict.cases if c.kind == "performance"), key=lambda c: order.get(c.label, 0))
@@ -816,6 +827,25 @@ class Worker:
             agg = aggregate(timings, opts["resolution"])
             verdict.speedup, verdict.speedup_geomean = agg.speedup, agg.geomean
             verdict.speedup_ci95 = [agg.ci_low, agg.ci_high]
+
+    def _check_timed_configuration(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int) -> None:
+        """The perf-size check of case `pi` again, with the configurations the candidate's
+        autotuners picked alone for timing. Alone as well if it runs out of memory next to others."""
+        def check() -> None:
+            try:
+                self._spot_check(task, ref, cand, verdict, opts, pi)
+            except CaseFailed as exc:
+                raise CaseFailed(exc.stage, f"{exc.reason} (with the configuration its autotuner picked when tuned "
+                                 "alone for timing; the check next to other workers had run another)",
+                                 detail=exc.detail, log_tail=exc.log_tail) from None
+
+        try:
+            check()
+        except (CaseFailed, JudgeError) as exc:
+            if "out of memory" not in str(exc).lower() or self._exclusive_held:
+                raise
+            with self._exclusive(), self._alone_with(cand, opts):
+                check()
 
     def _time_case(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int,
                    checked: dict[int, float | None], flush_bytes: int, retuned: dict, timings: list,
