@@ -116,7 +116,7 @@ def test_a_child_holds_the_gpu_shared_around_its_work_but_not_while_compiling(mo
     assert len(synced) == 2  # queued GPU work finished before each let-go
     stats = hold.take_stats()
     assert stats["compile_s"] >= 0.05
-    assert hold.take_stats() == {"wait_s": 0.0, "compile_s": 0.0}
+    assert hold.take_stats() == {"wait_s": 0.0, "compile_s": 0.0, "yield_s": 0.0}
 
     # inside the worker's exclusive turn a request takes nothing, so compiling releases nothing
     with hold.hold(False):
@@ -298,7 +298,7 @@ def test_a_check_steps_aside_at_its_next_launch_for_a_waiting_timer(monkeypatch,
         check_done = time.monotonic() - start
     thread.join(5)
     if yields:
-        assert writer_in[0] < 0.6 and hold.yields >= 1
+        assert writer_in[0] < 0.6 and hold.take_stats()["yield_s"] >= 0.05  # it queued behind the turn
         assert notices[:2] == ["waiting", "got"]  # the worker's clock stopped while it queued
     else:  # a launch inside a graph capture never yields: the timer waits for the check
-        assert writer_in[0] >= check_done - 0.05 and hold.yields == 0
+        assert writer_in[0] >= check_done - 0.05 and hold.take_stats()["yield_s"] == 0

@@ -526,7 +526,8 @@ class Worker:
                 cand.remove_log()
             self._collect_strays()
             self.spare = self._fork("candidate", None)
-            for key, name in (("wait_s", "wait_shared"), ("compile_s", "compile_unlocked")):
+            for key, name in (("wait_s", "wait_shared"), ("compile_s", "compile_unlocked"),
+                              ("yield_s", "wait_shared_yielded")):
                 if self._lock_stats.get(key):
                     verdict.stage_seconds[name] = round(self._lock_stats[key], 3)
         return verdict.to_dict()
