@@ -264,12 +264,15 @@ def test_reference_reading_past_an_input_is_compared_where_defined(tmp_path):
     verdict = judge_on_cpu(task, task.reference_impl, seeds=1, **dict(QUICK_PERF, perf_blocks=2))
     assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
     flags = [f for f in verdict.flags if " of perf case " in f]
-    assert flags and "memory outside its inputs" in flags[0], verdict.flags
-    # The first perf case that needed probing (the first comparison fails only where the memory
-    # next door differs between the two processes) is named: of 2**10 or 2**13 elements, only the
+    # Perf sizes are probed only when the first comparison fails, that is when the memory read
+    # past the input differed between the two processes. Under the interpreter it is sometimes
+    # the same in both (CI saw it once), and then there is nothing to set aside. When the probes
+    # ran, they named the first perf case that needed them: of 2**10 or 2**13 elements, only the
     # first block's 256 values are defined.
-    assert ("leaves 768 output value(s) of perf case input 0" in flags[0]
-            or "leaves 7936 output value(s) of perf case input 1" in flags[0]), flags
+    if flags:
+        assert "memory outside its inputs" in flags[0], verdict.flags
+        assert ("leaves 768 output value(s) of perf case input 0" in flags[0]
+                or "leaves 7936 output value(s) of perf case input 1" in flags[0]), flags
     # a candidate wrong where the reference is defined still fails
     (tmp_path / "wrong.py").write_text(OVERREAD.replace("* scale, mask=mask)", "* scale + 1, mask=mask)"))
     wrong = judge_on_cpu(task, tmp_path / "wrong.py", seeds=1, **dict(QUICK_PERF, perf_blocks=2))
