@@ -2,6 +2,7 @@
 crashing ones fail at the right stage with the right reason, leaving no process behind."""
 
 import os
+import re
 import time
 
 import pytest
@@ -47,8 +48,9 @@ def test_printed_text_is_never_parsed(verdicts):
 def test_a_timeout_shows_where_the_candidate_was_stuck(verdicts):
     verdict = verdicts[0]["host_infinite_loop.py"]
     assert "timed out" in verdict.reason
-    # every thread's stack, dumped before the kill: the loop's line is named
-    assert "host_infinite_loop.py\", line 21 in vector_add" in verdict.log_tail, verdict.log_tail
+    # every thread's stack, dumped before the kill: the loop's lines are named (`while True:` or
+    # `pass`, wherever the signal found it)
+    assert re.search(r'host_infinite_loop\.py", line 2[12] in vector_add', verdict.log_tail), verdict.log_tail
 
 
 def test_passing_verdict_records_kernels_and_seeds(verdicts):
