@@ -102,9 +102,10 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
 
 def _compare_exact(out: torch.Tensor, ref: torch.Tensor, what: str) -> Mismatch:
     """Integer and bool outputs: exact, in integer arithmetic (float64 loses int64 values > 2**53)."""
-    if out.shape == ref.shape and torch.equal(out.to(torch.int64), ref.to(torch.int64)):
+    out64, ref64 = out.to(torch.int64), ref.to(torch.int64)
+    if out.shape == ref.shape and torch.equal(out64, ref64):
         return Mismatch(True)
-    o, r = out.to(torch.int64).numpy(), ref.to(torch.int64).numpy()
+    o, r = out64.numpy(), ref64.numpy()
     if o.shape != r.shape:
         return Mismatch(False, f"{what}: shape {list(o.shape)} differs from expected {list(r.shape)}")
     bad = o != r
