@@ -336,10 +336,11 @@ def _count_with_stand_in(perf_script: str) -> tuple[tuple[str, ...], str, bool]:
             sys.modules.pop(name, None)
 
 
-def _golden_labels_cache(perf_script: str, kernel_code: str) -> Path:
-    digest = hashlib.sha256("\0".join(("perf-v1", perf_script, Path(perf_script).read_text(), kernel_code))
-                            .encode()).hexdigest()[:32]
-    return Path(tempfile.gettempdir()) / "kernelwright-perf-labels" / f"{digest}.json"
+def _cache_file(kind: str, *key: str) -> Path:
+    """Where a result computed from `key` (file contents, a format version) is kept for every
+    process of the machine: the coordinator computes it, the judge's children read it."""
+    digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
+    return Path(tempfile.gettempdir()) / f"kernelwright-{kind}" / f"{digest}.json"
 
 
 def _store(cache: Path, value: Any) -> None:
@@ -349,15 +350,24 @@ def _store(cache: Path, value: Any) -> None:
     os.replace(partial, cache)
 
 
-def _perf_labels_with_golden(perf_script: str, golden_path: str, kernel_code: str) -> list[str]:
-    """`_golden_perf_labels` in a forked process, cached by the content of both files."""
-    cache = _golden_labels_cache(perf_script, kernel_code)
+def _json_cached(cache: Path, compute: Callable[[], Any]) -> Any:
+    """The JSON in `cache`, or compute() stored there."""
     try:
         return json.loads(cache.read_text())
     except (OSError, ValueError):
-        labels = _in_forked_process(_golden_perf_labels, perf_script, golden_path, kernel_code)
-        _store(cache, labels)
-        return labels
+        value = compute()
+        _store(cache, value)
+        return value
+
+
+def _golden_labels_cache(perf_script: str, kernel_code: str) -> Path:
+    return _cache_file("perf-labels", "perf-v1", perf_script, Path(perf_script).read_text(), kernel_code)
+
+
+def _perf_labels_with_golden(perf_script: str, golden_path: str, kernel_code: str) -> list[str]:
+    """`_golden_perf_labels` in a forked process, cached by the content of both files."""
+    return _json_cached(_golden_labels_cache(perf_script, kernel_code),
+                        lambda: _in_forked_process(_golden_perf_labels, perf_script, golden_path, kernel_code))
 
 
 def _prefetch_golden_perf_labels(root: Path, stems: list[str]) -> None:
@@ -532,13 +542,8 @@ def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -
     forked enumerator themselves, read the same cases the coordinator found."""
     import pytest  # noqa: F401 - the ROCm files import it; fail here with a clear ImportError
 
-    digest = hashlib.sha256("\0".join(("v2", str(path), kernel_code, test_code)).encode()).hexdigest()[:32]
-    cache = Path(tempfile.gettempdir()) / "kernelwright-rocm-cases" / f"{digest}.json"
-    try:
-        found = json.loads(cache.read_text())
-    except (OSError, ValueError):
-        found = _run_enumerator(path, kernel_code, test_code)
-        _store(cache, found)
+    found = _json_cached(_cache_file("rocm-cases", "v2", str(path), kernel_code, test_code),
+                         lambda: _run_enumerator(path, kernel_code, test_code))
     return {test: [{k: _unplain(v) for k, v in params.items()} for params in combos]
             for test, combos in found.items()}
 
