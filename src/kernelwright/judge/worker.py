@@ -252,6 +252,47 @@ class ChildProcess:
             pass
 
 
+class ReferenceStream:
+    """The reference's correctness items, sent one message each and kept `ahead` items ahead of
+    the reader: the reference computes the next item while the candidate runs this one, yet never
+    runs far past a failure (a whole parametrization used to be computed and then thrown away).
+    `probe(j)` asks for item j again with the probes on; replies of items already in flight are
+    read first and kept, so the order of the stream is never disturbed."""
+
+    def __init__(self, ref: "ChildProcess", items: list[dict], gpu_lock: bool, ahead: int = 1) -> None:
+        self.ref, self.items, self.gpu_lock, self.ahead = ref, items, gpu_lock, ahead
+        self.sent = 0  # items[:sent] have been asked for
+        self.outstanding: list[Any] = []  # tags of requests whose replies are not read yet, in order
+        self.kept: dict[Any, dict] = {}
+
+    @property
+    def pending(self) -> int:
+        return len(self.outstanding)
+
+    def _ask(self, tag: Any, item: dict) -> None:
+        self.ref.send({"op": "run", "items": [item], "gpu_lock": self.gpu_lock})
+        self.outstanding.append(tag)
+
+    def _await(self, tag: Any, timeout: float, doing: str) -> dict:
+        while tag not in self.kept:
+            head = self.outstanding[0]
+            self.kept[head] = self.ref.recv(timeout, doing)
+            self.outstanding.pop(0)
+        return self.kept.pop(tag)
+
+    def reply(self, j: int, timeout: float, doing: str) -> dict:
+        """Item j's reply (items are read in order)."""
+        while self.sent < min(len(self.items), j + 1 + self.ahead):
+            self._ask(self.sent, self.items[self.sent])
+            self.sent += 1
+        return self._await(j, timeout, doing)
+
+    def probe(self, j: int, timeout: float, doing: str) -> dict:
+        """Item j computed again, with its undefined output positions found by the probes."""
+        self._ask(("probe", j), dict(self.items[j], probe=True))
+        return self._await(("probe", j), timeout, doing)
+
+
 class CaseFailed(Exception):
     def __init__(self, stage: str, reason: str, detail: str = "", log_tail: str = "") -> None:
         super().__init__(reason)
@@ -588,35 +629,42 @@ class Worker:
                                                 "skipped: the Triton interpreter computes this dtype incorrectly"))
                 continue
             for k, seed in enumerate(verdict.seeds):
-                items.append({"case": ci, "seed": seed, "repeat": k == 0, "probe": opts.get("probe", True)})
+                items.append({"case": ci, "seed": seed, "repeat": k == 0, "probe": False})
                 labels.append(f"case {case.label} (seed {seed})")
         if not items:
             raise JudgeError("no correctness case can run on this device")
+        # A foreign reference is probed for outputs it leaves undefined only for an item the
+        # candidate fails without them, as perf cases are: probes are two more runs of the
+        # reference per item, and most references and candidates agree at the first comparison.
+        probing = bool(opts.get("probe", True)) and task.reference_impl is not None
 
-        # the reference streams its replies ahead of us
-        ref.send({"op": "run", "items": items, "gpu_lock": self._share_gpu})
-        pending = len(items)
+        stream = ReferenceStream(ref, items, self._share_gpu)
         results: dict[int, CaseResult] = {}
         n = 0  # items compared so far: the first one is the call
+
+        def reference(j: int, label: str, stage: str, probe: bool) -> dict:
+            timeout = opts["call_timeout"] if n == 0 else opts["case_timeout"]
+            doing = f"computing the reference for {label}"
+            try:
+                # the reference's first item compiles its kernels: it gets the call's timeout
+                expected = stream.probe(j, timeout, doing) if probe else stream.reply(j, timeout, doing)
+            except ChildFailure as exc:
+                stream.outstanding.clear()
+                raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind,
+                                    log_tail=exc.log_tail) from None
+            undefined = sum(int(m.sum()) for m in expected.get("undefined") or [] if m is not None)
+            where = f"case {cases[items[j]['case']].label}"
+            self._take_probe_report(verdict, expected, "undefined" in expected, undefined, where)
+            if not expected.get("ok"):
+                raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
+                                    detail=expected.get("traceback", ""))
+            return expected
+
         try:
-            for item, label in zip(items, labels):
+            for j, (item, label) in enumerate(zip(items, labels)):
                 case = cases[item["case"]]
                 stage = "call" if n == 0 else "correctness"
-                try:
-                    # the reference's first item compiles its kernels: it gets the call's timeout
-                    expected = ref.recv(opts["call_timeout"] if n == 0 else opts["case_timeout"],
-                                        f"computing the reference for {label}")
-                except ChildFailure as exc:
-                    pending = 0
-                    raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind,
-                                        log_tail=exc.log_tail) from None
-                pending -= 1
-                undefined = sum(int(m.sum()) for m in expected.get("undefined") or [] if m is not None)
-                self._take_probe_report(verdict, expected, "undefined" in expected, undefined, f"case {case.label}")
-                if not expected.get("ok"):
-                    pending = 0  # the reference stops streaming after an error
-                    raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
-                                        detail=expected.get("traceback", ""))
+                expected = reference(j, label, stage, False)
                 if "skipped" in expected:  # the task's own test skips this input (pytest.skip)
                     if item["case"] not in results:
                         results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), None,
@@ -631,6 +679,14 @@ class Worker:
                     verdict.stage_seconds["call"] = round(time.monotonic() - started, 3)
                 verdict.kernels = got.get("kernels", {})
                 problem = self._check_item(task, expected, got, compare_outputs, identical)
+                if problem is not None and probing and got["launches"] >= 1:
+                    # Same seed: compared again with the positions the reference leaves undefined
+                    # (unwritten, uninitialised reads) set aside.
+                    probed = reference(j, label, stage, True)
+                    problem = self._check_item(task, probed, got, compare_outputs, identical)
+                    if problem is not None and probed.get("probe_failed"):
+                        problem = (f"{problem[0]} (the reference failed on poisoned memory, so it was not probed "
+                                   f"for outputs it leaves undefined: {probed['probe_failed']})", problem[1])
                 result = results.get(item["case"])
                 if result is None:
                     result = results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), True,
@@ -644,8 +700,8 @@ class Worker:
                     reason, detail = problem
                     result.ok, result.reason, result.error = False, reason, detail
                     raise CaseFailed("correctness", f"{label}: {reason}", log_tail=cand.log_tail())
-        except CaseFailed:
-            self._drain(ref, pending, opts["case_timeout"])
+        except (CaseFailed, JudgeError):
+            self._drain(ref, stream.pending, opts["case_timeout"])
             raise
         if n == 0:
             raise JudgeError("the task's own tests skip every correctness case on this device")
@@ -657,9 +713,8 @@ class Worker:
         """Read the reference's replies for items we no longer need, so the reference process
         stays usable for the next candidate; if that fails, close it (it is restarted on demand)."""
         try:
-            for _ in range(pending):
-                if not ref.recv(timeout, "draining").get("ok"):
-                    break
+            for _ in range(pending):  # one message per item: each is answered, failed or not
+                ref.recv(timeout, "draining")
         except ChildFailure:
             ref.close()
 
