@@ -66,3 +66,20 @@ def test_untimed_perf_cases_are_reported_not_dropped():
     assert [c.ok for c in perf] == [None, True]
     assert "not timed" in perf[0].reason
 
+
+
+def test_trace_names_every_item_and_the_timing_turn(monkeypatch, capfd):
+    """KERNELWRIGHT_TRACE=1 makes the worker print where a task's time goes while it runs: each
+    correctness item, each perf-size check, the timing turn and the verdict, on stderr."""
+    monkeypatch.setenv("KERNELWRIGHT_TRACE", "1")
+    options = JudgeOptions(seeds=2, perf=True, perf_blocks=2, block_ms=2, warmup_ms=2, min_calls_per_block=2,
+                           call_timeout=30, case_timeout=30, perf_timeout=60)
+    with JudgePool("cpu", workers=1, options=options) as pool:
+        verdict = pool.judge(TASK, CANDIDATES / "tiny_add" / "good.py")
+    assert verdict.stage == "passed", verdict.reason
+    lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("[kernelwright worker")]
+    items = [line for line in lines if ": reference " in line and "candidate" in line and "at perf size" not in line]
+    assert len(items) == 2 * len(TASK.correctness_cases), lines
+    assert sum("at perf size" in line for line in lines) == len(TASK.perf_cases), lines
+    assert sum("timing turn: waited" in line for line in lines) == 1, lines
+    assert lines[0].endswith("good.py") and "verdict passed after" in lines[-1], lines

@@ -33,6 +33,15 @@ INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
 STACK_DUMP_WAIT_S = 0.5
 MAX_REPLY_BYTES = 4 << 30
+# KERNELWRIGHT_TRACE=1: one line per judged item on stderr, so a slow task shows where its time
+# goes before its verdict exists (a run cut short by a time limit leaves no stage_seconds).
+TRACE = os.environ.get("KERNELWRIGHT_TRACE", "") not in ("", "0")
+
+
+def trace(task: str, what: str) -> None:
+    if TRACE:
+        print(f"[kernelwright worker {os.getpid()} {time.strftime('%H:%M:%S')}] {task}: {what}",
+              file=sys.stderr, flush=True)
 
 
 def perf_subset(n: int, limit: int | None) -> set[int]:
@@ -378,6 +387,8 @@ class Worker:
                 yield
             finally:
                 seconds["performance"] = round(seconds.get("performance", 0.0) + time.monotonic() - got, 3)
+                trace(verdict.task, f"timing turn: waited {waited:.2f} s ({drained:.2f} s draining others' "
+                                    f"checks), held the GPU {time.monotonic() - got:.2f} s")
 
     def _candidate_memory_cap(self, cand: ChildProcess, fraction: float, opts, stage: str) -> None:
         """Set the candidate's GPU memory cap (1.0: the whole GPU). The cap keeps a runaway candidate from
@@ -470,6 +481,8 @@ class Worker:
         from ..tasks import load_task_ref
 
         task = load_task_ref(request["task_ref"])
+        started = time.monotonic()
+        trace(task.name, f"judging {request['candidate_path']}")
         result = self._judge_probing(task, request)
         if self.device != "cpu" and "out of memory" in (result.get("reason") or "").lower():
             # Other workers' processes hold GPU memory while checks share the GPU: a task that ran
@@ -481,6 +494,7 @@ class Worker:
             seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
             result.setdefault("flags", []).append("ran out of GPU memory next to other workers: judged "
                                                   "again with the GPU to itself")
+        trace(task.name, f"verdict {result.get('stage')} after {time.monotonic() - started:.1f} s")
         return result
 
     def _judge_probing(self, task, request: dict) -> dict:
@@ -664,7 +678,9 @@ class Worker:
             for j, (item, label) in enumerate(zip(items, labels)):
                 case = cases[item["case"]]
                 stage = "call" if n == 0 else "correctness"
+                mark = time.monotonic()
                 expected = reference(j, label, stage, False)
+                ref_s = time.monotonic() - mark
                 if "skipped" in expected:  # the task's own test skips this input (pytest.skip)
                     if item["case"] not in results:
                         results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), None,
@@ -672,8 +688,10 @@ class Worker:
                         verdict.cases.append(results[item["case"]])
                     continue
                 item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
+                mark = time.monotonic()
                 got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": self._share_gpu},
                                 opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
+                cand_s, mark = time.monotonic() - mark, time.monotonic()
                 if n == 0:
                     verdict.call = True
                     verdict.stage_seconds["call"] = round(time.monotonic() - started, 3)
@@ -687,6 +705,8 @@ class Worker:
                     if problem is not None and probed.get("probe_failed"):
                         problem = (f"{problem[0]} (the reference failed on poisoned memory, so it was not probed "
                                    f"for outputs it leaves undefined: {probed['probe_failed']})", problem[1])
+                trace(task.name, f"{label}: reference {ref_s:.2f} s (waited for), candidate {cand_s:.2f} s, "
+                                 f"checks {time.monotonic() - mark:.2f} s{'' if problem is None else ', FAILED'}")
                 result = results.get(item["case"])
                 if result is None:
                     result = results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), True,
@@ -826,12 +846,15 @@ class Worker:
             return expected
 
         probing = bool(opts.get("probe", True)) and task.reference_impl is not None
+        mark = time.monotonic()
         expected = reference(False)
+        ref_s, mark = time.monotonic() - mark, time.monotonic()
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
                                "poison_sizes": [m["nbytes"] for m in expected["native_meta"]],
                                "gpu_lock": self._share_gpu},
                         timeout, f"running {label}", "performance")
         self._spot_tuned[pi] = got.get("tuned") or {}
+        trace(task.name, f"{label} at perf size: reference {ref_s:.2f} s, candidate {time.monotonic() - mark:.2f} s")
         try:
             self._check_spot(task, label, expected, got, compare_tensor)
         except CaseFailed:
