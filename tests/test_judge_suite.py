@@ -133,3 +133,19 @@ visible_cases = [Case("float32", shape=(64,))]
     outcome = record.outcome()
     assert execution_accuracy([outcome]).denominator == 1
     assert execution_accuracy([outcome], exclude_unsupported=True).denominator == 0
+
+
+def test_largest_tasks_are_judged_first(tmp_path):
+    """The plan starts the tasks with the most items (test cases plus timed perf cases) first, so
+    the longest task is not the last to start; equal sizes keep the suite's order."""
+    from kernelwright.suites.runner import REFERENCE, expected_items, load_suite_tasks, plan
+
+    tasks, _ = load_suite_tasks("builtin", None)
+    for limit in (None, 2):
+        work = plan(tasks, REFERENCE, ResultStore(tmp_path / f"r{limit}.jsonl"), "cpu", max_perf_cases=limit)
+        sizes = [expected_items(task, limit) for task, _ in work.to_judge]
+        assert sizes == sorted(sizes, reverse=True) and sizes[0] > sizes[-1]
+        suite_order = {task.name: i for i, task in enumerate(tasks)}
+        for (a, _), (b, _) in zip(work.to_judge, work.to_judge[1:]):
+            if expected_items(a, limit) == expected_items(b, limit):
+                assert suite_order[a.name] < suite_order[b.name]

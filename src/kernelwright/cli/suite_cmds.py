@@ -102,7 +102,8 @@ def judge_suite_command(
     started = time.monotonic()
     try:
         with JudgePool(device, options=options, workers_per_device=workers_per_device) as pool:
-            work = plan([t for t in suite_tasks if not only or t.name in only], candidates, store, pool.backend)
+            work = plan([t for t in suite_tasks if not only or t.name in only], candidates, store, pool.backend,
+                        max_perf_cases=max_perf_cases)
             if work.already_done:
                 err.print(f"resuming {out}: {work.already_done} task(s) already judged")
             counts = {"passed": 0, "failed": 0, "not run": 0}

@@ -120,8 +120,17 @@ class SuitePlan:
     already_done: int
 
 
+def expected_items(task: Task, max_perf_cases: int | None = None) -> int:
+    """A task's size as known before judging it: its test items plus the perf cases to be timed."""
+    perf = len(task.perf_cases) if max_perf_cases is None else min(len(task.perf_cases), max_perf_cases)
+    return len(task.correctness_cases) + perf
+
+
 def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: str,
-         only: set[str] | None = None) -> SuitePlan:
+         only: set[str] | None = None, max_perf_cases: int | None = None) -> SuitePlan:
+    """What to judge, largest tasks first: a suite's wall time is set by its last task, and one
+    with 56 parametrized cases started last ran minutes after every other had finished (ROCm's
+    rmsnorm_fwd). Ties keep the suite's order."""
     to_judge, not_run, done = [], [], 0
     for task in tasks:
         if only and task.name not in only:
@@ -141,6 +150,7 @@ def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: st
             not_run.append(Record(task.name, "missing", None, reason))
         else:
             to_judge.append((task, path))
+    to_judge.sort(key=lambda job: -expected_items(job[0], max_perf_cases))
     return SuitePlan(to_judge, not_run, done)
 
 
