@@ -39,6 +39,7 @@ def profile(records: list[dict]) -> dict:
     child_phases: dict[str, float] = defaultdict(float)
     perf_cases = 0
     speedups = []
+    holds = []
     for record in records:
         verdict = record.get("verdict")
         if not verdict:
@@ -49,7 +50,10 @@ def profile(records: list[dict]) -> dict:
         if verdict["stage"] != "passed":
             failures.append((record["task"], verdict["stage"], (verdict.get("reason") or "").splitlines()[0][:200]))
         for name, seconds in (verdict.get("stage_seconds") or {}).items():
-            stages[name] += seconds
+            if name == "longest_shared_hold":  # a maximum, not a sum (recorded since session 7)
+                holds.append((seconds, record["task"]))
+            else:
+                stages[name] += seconds
         for case in verdict.get("cases", []):
             timing = case.get("timing") or {}
             if case.get("kind") == "performance" and timing.get("phase_s"):
@@ -81,6 +85,8 @@ def profile(records: list[dict]) -> dict:
         "outcomes": dict(outcomes),
         "failures": failures,
         "stage_seconds": {k: round(v, 1) for k, v in sorted(stages.items())},
+        # the checks that kept the GPU shared longest without a look for a waiting timing turn
+        "longest_shared_holds": [{"task": t, "seconds": round(x, 2)} for x, t in sorted(holds, reverse=True)[:8]],
         "perf_cases_timed": perf_cases,
         "perf_phase_seconds": {k: round(v, 1) for k, v in phases.items()},
         "perf_child_phase_seconds": {k: round(v, 1) for k, v in child_phases.items()},
@@ -107,6 +113,9 @@ def main() -> None:
     print("stage seconds (summed over tasks):", report["stage_seconds"])
     print(f"exclusive chain (timing turns + their drains, serial per GPU): {report['exclusive_chain_s']} s; "
           f"first to last task finished: {report['first_to_last_finish_s']} s")
+    if report["longest_shared_holds"]:
+        print("longest shared holds without a look for a timing turn:",
+              ", ".join(f"{h['task']} {h['seconds']} s" for h in report["longest_shared_holds"]))
     print(f"perf cases timed: {report['perf_cases_timed']}, {report['perf_seconds_per_case']} s each; "
           f"phases {report['perf_phase_seconds']}")
     print("  inside the children:", report["perf_child_phase_seconds"])

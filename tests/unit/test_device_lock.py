@@ -116,7 +116,7 @@ def test_a_child_holds_the_gpu_shared_around_its_work_but_not_while_compiling(mo
     assert len(synced) == 2  # queued GPU work finished before each let-go
     stats = hold.take_stats()
     assert stats["compile_s"] >= 0.05
-    assert hold.take_stats() == {"wait_s": 0.0, "compile_s": 0.0, "yield_s": 0.0}
+    assert {k: v for k, v in hold.take_stats().items() if k != "longest_hold"} == {"wait_s": 0.0, "compile_s": 0.0, "yield_s": 0.0}
 
     # inside the worker's exclusive turn a request takes nothing, so compiling releases nothing
     with hold.hold(False):
@@ -302,3 +302,27 @@ def test_a_check_steps_aside_at_its_next_launch_for_a_waiting_timer(monkeypatch,
         assert notices[:2] == ["waiting", "got"]  # the worker's clock stopped while it queued
     else:  # a launch inside a graph capture never yields: the timer waits for the check
         assert writer_in[0] >= check_done - 0.05 and hold.take_stats()["yield_s"] == 0
+
+
+def test_the_longest_stretch_held_without_a_look_is_reported_with_what_it_did(monkeypatch, tmp_path):
+    """A check that holds the GPU for a long stretch without looking at the turnstile (no kernel
+    launch, no release) keeps a waiting timing turn and every check queued behind it waiting: the
+    hold reports its longest such stretch and what the process was doing from start to end."""
+    from kernelwright.judge.gpulock import SharedHold
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    hold = SharedHold("cuda", lambda: None)
+    hold.doing = "reference spot of case 3: making its inputs"
+    with hold.hold(True):
+        time.sleep(0.15)  # long CPU work under the hold
+        hold.doing = "reference spot of case 3: the call"
+        hold.yield_if_timer_waits()  # a launch: a look at the turnstile ends the stretch
+        for _ in range(3):
+            time.sleep(0.03)
+            hold.yield_if_timer_waits()
+    stats = hold.take_stats()
+    assert 0.15 <= stats["longest_hold"]["seconds"] < 0.3
+    assert stats["longest_hold"]["doing"] == ("from reference spot of case 3: making its inputs "
+                                              "to reference spot of case 3: the call")
+    assert "longest_hold" not in hold.take_stats()  # reset with the other counters

@@ -369,6 +369,7 @@ class Harness:
             if handler is None:
                 self.send({"op": op, "ok": False, "error": f"unknown op {op!r}"})
                 continue
+            self.share.doing = f"{self.role} {op}" + (f" of case {msg['case']}" if "case" in msg else "")
             if op == "run":  # streams replies: takes the lock per item
                 handler(msg)
                 continue
@@ -503,6 +504,7 @@ class Harness:
     def op_run(self, msg: dict) -> None:
         """Run each item (case, seed) and stream one reply per item."""
         for item in msg["items"]:
+            self.share.doing = f"{self.role} test case {item['case']}" + (" with probes" if item.get("probe") else "")
             with self.share.hold(bool(msg.get("gpu_lock"))):
                 if self.role == "candidate":
                     reply = self._run_candidate_item(item)
@@ -701,8 +703,11 @@ class Harness:
         """Run one perf-size call and return its outputs at sampled positions: perf shapes get a
         correctness check too, without shipping hundreds of megabytes."""
         torch = self.torch
+        doing = self.share.doing
         try:
+            self.share.doing = f"{doing}: making its inputs"
             fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
+            self.share.doing = f"{doing}: the call"
             undefined = probe_failed = None
             if self.role == "candidate":
                 outputs, launches, _ = self._call_candidate(fn, args, msg.get("poison_sizes", []))
@@ -722,12 +727,14 @@ class Harness:
                 positions = [torch.randint(0, max(t.numel(), 1), (min(count, t.numel()),), generator=rng).tolist()
                              for t in outputs]
                 if self._should_probe(msg):
+                    self.share.doing = f"{doing}: probes"
                     try:
                         fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
                         metas = native_meta or [{"nbytes": t.numel() * t.element_size()} for t in outputs]
                         undefined = self._undefined_positions(fn, args, outputs, metas)
                     except BaseException as exc:  # noqa: BLE001
                         probe_failed = self._probe_failed(exc)
+            self.share.doing = f"{doing}: sampling its outputs"
             samples, nan_counts, metas = [], [], []
             for t, pos in zip(outputs, positions):
                 flat = t.reshape(-1)

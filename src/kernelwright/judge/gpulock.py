@@ -115,6 +115,14 @@ class SharedHold:
         self.compile_s = 0.0
         self.yield_s = 0.0  # of wait_s: queued after stepping aside for a timing turn
         self._checked = 0.0
+        # The longest stretch held with no look at the turnstile (from taking the lock or the
+        # last look to the next look or the release): how long this process can keep a
+        # waiting timing turn, and every check queued behind it, waiting. `doing` names the work.
+        self.doing = ""
+        self.longest_s = 0.0
+        self.longest_doing = ""
+        self._looked = 0.0
+        self._looked_doing = ""
 
     def _open(self):
         if self._files is None:
@@ -132,6 +140,15 @@ class SharedHold:
             self.wait_s += time.monotonic() - mark
             self._tell("got")
         self.held = True
+        self._looked, self._looked_doing = time.monotonic(), self.doing
+
+    def _look(self, now: float) -> None:
+        stretch = now - self._looked
+        if stretch > self.longest_s:
+            began = self._looked_doing
+            self.longest_s = stretch
+            self.longest_doing = began if began == self.doing else f"from {began} to {self.doing}"
+        self._looked, self._looked_doing = now, self.doing
 
     def _tell(self, state: str) -> None:
         if self._on_wait is not None:
@@ -143,6 +160,7 @@ class SharedHold:
             return
         try:
             self._sync()
+            self._look(time.monotonic())
         except BaseException:  # noqa: BLE001 - a GPU fault: the work that caused it reports it
             pass
         finally:
@@ -175,6 +193,7 @@ class SharedHold:
         if now - self._checked < YIELD_CHECK_S:
             return
         self._checked = now
+        self._look(now)
         if self.writer_waiting() and self._can_yield():
             self.yield_turn()
             self.yield_s += time.monotonic() - now
@@ -206,12 +225,14 @@ class SharedHold:
             self.compile_s += time.monotonic() - mark
             self.acquire()
 
-    def take_stats(self) -> dict[str, float]:
+    def take_stats(self) -> dict:
         """Seconds waited (of which after stepping aside for a timing turn) and compiled unlocked
-        since the last call."""
+        since the last call, and the longest stretch held without a look at the turnstile."""
         stats = {"wait_s": round(self.wait_s, 4), "compile_s": round(self.compile_s, 4),
                  "yield_s": round(self.yield_s, 4)}
-        self.wait_s = self.compile_s = self.yield_s = 0.0
+        if self.longest_s:
+            stats["longest_hold"] = {"seconds": round(self.longest_s, 3), "doing": self.longest_doing}
+        self.wait_s = self.compile_s = self.yield_s = self.longest_s = 0.0
         return stats
 
 

@@ -349,6 +349,7 @@ class Worker:
         self._spot_tuned: dict[int, dict] = {}  # perf case -> the candidate's autotuner picks when checked
         self._probed = False
         self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
+        self._longest_hold: tuple[float, str] = (0.0, "")
         # This worker holds the GPU exclusively (a timing turn, or a whole task judged alone after
         # running out of memory): its children then take no lock themselves.
         self._exclusive_held = False
@@ -414,6 +415,10 @@ class Worker:
         for key, seconds in stats.items():
             if isinstance(seconds, (int, float)):
                 self._lock_stats[key] = self._lock_stats.get(key, 0.0) + seconds
+        longest = stats.get("longest_hold")
+        if isinstance(longest, dict) and isinstance(longest.get("seconds"), (int, float)) \
+                and longest["seconds"] > self._longest_hold[0]:
+            self._longest_hold = (float(longest["seconds"]), str(longest.get("doing", ""))[:200])
 
     def _fork(self, role: str, task) -> ChildProcess:
         return ChildProcess(role, task, self.device, self._child_options(role), self._add_lock_stats)
@@ -519,6 +524,7 @@ class Worker:
         self._perf_bytes = {}
         self._spot_tuned = {}
         self._lock_stats = {}
+        self._longest_hold = (0.0, "")  # this verdict's children: (seconds, what) held without a look
         self._probed = False  # whether any probe ran (a later reference failure may be its doing)
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
                           correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
@@ -585,6 +591,11 @@ class Worker:
                               ("yield_s", "wait_shared_yielded")):
                 if self._lock_stats.get(key):
                     verdict.stage_seconds[name] = round(self._lock_stats[key], 3)
+            if self._longest_hold[0]:
+                # not a sum like the others: the longest a timing turn could have waited on this task
+                verdict.stage_seconds["longest_shared_hold"] = round(self._longest_hold[0], 3)
+                trace(task.name, f"longest shared hold without a look for a timing turn: "
+                                 f"{self._longest_hold[0]:.2f} s ({self._longest_hold[1]})")
         return verdict.to_dict()
 
     def _collect_strays(self) -> None:
