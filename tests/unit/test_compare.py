@@ -279,3 +279,22 @@ def test_fast_check_agrees_with_the_full_report_on_every_kind_of_value(monkeypat
         monkeypatch.undo()
         monkeypatch.setattr(compare, "FAST_CHECK_CHUNK", 7)
         assert fast == full, (out, ref, atol, rtol)
+
+
+def test_bitwise_equal_outputs_pass_without_the_float64_check(monkeypatch):
+    """Identical values (NaN and infinities in the same places included) meet the tolerance rule,
+    so they are settled by one memory comparison: the float64 check is never reached."""
+    from kernelwright.judge import compare
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the float64 check ran on identical outputs")
+
+    monkeypatch.setattr(compare, "within_tolerance", refuse)
+    ref = torch.tensor([1.5, float("nan"), float("inf"), -float("inf"), 0.0], dtype=torch.float16)
+    assert compare.compare_tensor(ref.clone(), ref, 0.0, 0.0, "output").ok
+    ints = torch.arange(10)
+    assert compare.compare_tensor(ints.clone(), ints, 0.0, 0.0, "output").ok
+    # anything else still takes the full rule: -0.0 is not bitwise 0.0, yet within tolerance
+    monkeypatch.undo()
+    assert compare.compare_tensor(torch.tensor([-0.0]), torch.tensor([0.0]), 0.0, 0.0, "output").ok
+    assert not compare.compare_tensor(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), 0.1, 0.0, "output").ok

@@ -57,6 +57,11 @@ def within_tolerance(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: fl
 
 def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, what: str) -> Mismatch:
     """Elementwise |out - ref| <= atol + rtol * |ref|; NaN passes only where the reference is NaN."""
+    if out.dtype == ref.dtype and identical([out], [ref]):
+        # Bitwise equal values meet the rule (equal NaNs and infinities included) and take one
+        # pass of memory comparison instead of float64 arithmetic: a 1 GiB output of ROCm's
+        # rmsnorm_fwd, judged against itself, spent 14 s per case in the float64 check.
+        return Mismatch(True)
     if not out.is_floating_point() and not ref.is_floating_point() and not out.is_complex():
         return _compare_exact(out, ref, what)
     if not out.is_complex() and not ref.is_complex() and within_tolerance(out, ref, atol, rtol):
