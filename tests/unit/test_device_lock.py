@@ -326,3 +326,21 @@ def test_the_longest_stretch_held_without_a_look_is_reported_with_what_it_did(mo
     assert stats["longest_hold"]["doing"] == ("from reference spot of case 3: making its inputs "
                                               "to reference spot of case 3: the call")
     assert "longest_hold" not in hold.take_stats()  # reset with the other counters
+
+
+def test_a_stretch_that_starts_after_a_compile_says_so(monkeypatch, tmp_path):
+    import triton.compiler
+
+    from kernelwright.judge import gpulock
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(triton.compiler, "compile", lambda src, **kwargs: f"compiled {src}")
+    hold = gpulock.SharedHold("cuda", lambda: None)
+    assert gpulock.release_during_compile(hold)
+    hold.doing = "candidate spot of case 0: the call"
+    with hold.hold(True):
+        triton.compiler.compile("k", target=None)
+        time.sleep(0.1)  # loading the kernel, its first run...
+    assert hold.take_stats()["longest_hold"]["doing"] == ("from candidate spot of case 0: the call (after a compile) "
+                                                          "to candidate spot of case 0: the call")

@@ -224,6 +224,9 @@ class SharedHold:
         finally:
             self.compile_s += time.monotonic() - mark
             self.acquire()
+            # what follows a compile under the hold (loading the kernel, its launcher, its first
+            # run) is told apart from the rest of the work in the longest-stretch report
+            self._looked_doing = f"{self.doing} (after a compile)"
 
     def take_stats(self) -> dict:
         """Seconds waited (of which after stepping aside for a timing turn) and compiled unlocked
