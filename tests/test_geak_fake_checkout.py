@@ -346,3 +346,28 @@ def test_a_reference_that_hangs_is_reported_with_where_it_hung(tmp_path):
     verdict = judge_on_cpu(task, task.reference_impl, seeds=1, call_timeout=6, case_timeout=6, load_timeout=60)
     assert verdict.stage == "judge_error" and "timed out" in verdict.reason
     assert "in puzzle1" in verdict.detail + verdict.log_tail, verdict.detail
+
+
+HARNESS_ONLY_PERF = PERF.replace("return puzzle1(input_tensor)", "return input_tensor + 10").replace(
+    "return puzzle1_ref(input_tensor)", "return input_tensor + 10")
+
+
+def test_perf_cases_that_never_run_the_tasks_kernels_are_reported_not_timed(tmp_path):
+    """ROCm's rmsnorm_bwd times only a forward kernel its test section defines: the task's own
+    kernel never runs in its perf cases. Such a case says so and is not timed, instead of failing
+    the candidate (even the reference) for "never launching its kernels"."""
+    assert HARNESS_ONLY_PERF.count("input_tensor + 10") == 2
+    root = write_checkout(tmp_path / "GEAK-eval", "add_value", KERNEL.replace("VALUE", "10") + SEPARATOR + TEST,
+                          "Add 10.", HARNESS_ONLY_PERF)
+    (task,), _ = load_suite("tritonbench-revised", root)
+    verdict = judge_on_cpu(task, task.reference_impl, seeds=1, **QUICK_PERF)
+    assert verdict.stage == "passed", f"{verdict.stage}: {verdict.reason}\n{verdict.detail}"
+    perf = [c for c in verdict.cases if c.kind == "performance"]
+    assert len(perf) == 2 and all(c.ok is None and "never runs the task's own kernels" in c.reason for c in perf)
+    assert verdict.speedup is None
+    # the tests still require the candidate's own kernels
+    (tmp_path / "torch_only.py").write_text(KERNEL.replace("VALUE", "10").replace(
+        "    puzzle1_kernel[(triton.cdiv(N, 1024),)](x, output, N, BLOCK_SIZE=1024, value=10)\n    return output",
+        "    return x + 10"))
+    torch_only = judge_on_cpu(task, tmp_path / "torch_only.py", seeds=1, **QUICK_PERF)
+    assert torch_only.stage == "correctness" and "never launched" in torch_only.reason

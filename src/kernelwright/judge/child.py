@@ -520,7 +520,9 @@ class Harness:
     def _run_reference_item(self, item: dict) -> dict:
         try:
             fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+            before = self.counter.own
             native = flatten_outputs(fn(*args), self.torch)
+            launches = self.counter.own - before  # kernels of a foreign reference's own file
             meta = [{"dtype": wire.dtype_name(t.dtype), "shape": list(t.shape),
                      "nbytes": t.numel() * t.element_size()} for t in native]
             if self.task.reference_in_float64 and self.task.reference_impl is None:
@@ -528,7 +530,7 @@ class Harness:
             else:
                 reference = native
             self._sync()
-            reply = {"op": "run", "ok": True, "reference": reference, "meta": meta,
+            reply = {"op": "run", "ok": True, "reference": reference, "meta": meta, "launches": launches,
                      "inputs": self._tensor_args(args)}
             if self._should_probe(item):
                 # Foreign code (a golden kernel, a user's model) may leave outputs unwritten or read
@@ -713,9 +715,10 @@ class Harness:
                 outputs, launches, _ = self._call_candidate(fn, args, msg.get("poison_sizes", []))
                 positions = msg["positions"]
             else:
-                launches = 0
+                before = self.counter.own
                 use64 = self.task.reference_in_float64 and self.task.reference_impl is None
                 outputs = flatten_outputs(fn(*(self._upcast(args) if use64 else args)), torch)
+                launches = self.counter.own - before  # kernels of a foreign reference's own file
                 native_meta = None
                 if use64:  # the expected dtype comes from a native run
                     native = flatten_outputs(fn(*args), torch)

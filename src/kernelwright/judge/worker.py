@@ -312,6 +312,12 @@ class CaseSkipped(Exception):
     """The task's own test skips this input (pytest.skip in an adapter's reference)."""
 
 
+class CaseNotOfTask(CaseSkipped):
+    """A perf case whose call never runs the task's own kernels: the foreign reference launched
+    its kernels in the tests but none here (ROCm's rmsnorm_bwd times only the forward kernel its
+    test section defines). Timing it would measure the benchmark's harness, not the candidate."""
+
+
 class JudgeError(Exception):
     """The judge cannot decide (for instance the task's own reference fails)."""
 
@@ -350,6 +356,7 @@ class Worker:
         self._probed = False
         self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
         self._longest_hold: tuple[float, str] = (0.0, "")
+        self._ref_launches = 0
         # This worker holds the GPU exclusively (a timing turn, or a whole task judged alone after
         # running out of memory): its children then take no lock themselves.
         self._exclusive_held = False
@@ -525,6 +532,7 @@ class Worker:
         self._spot_tuned = {}
         self._lock_stats = {}
         self._longest_hold = (0.0, "")  # this verdict's children: (seconds, what) held without a look
+        self._ref_launches = 0  # own-file kernel launches of a foreign reference in the tests
         self._probed = False  # whether any probe ran (a later reference failure may be its doing)
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
                           correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
@@ -677,6 +685,7 @@ class Worker:
                 stream.outstanding.clear()
                 raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind,
                                     log_tail=exc.log_tail) from None
+            self._ref_launches += int(expected.get("launches") or 0)
             undefined = sum(int(m.sum()) for m in expected.get("undefined") or [] if m is not None)
             where = f"case {cases[items[j]['case']].label}"
             self._take_probe_report(verdict, expected, "undefined" in expected, undefined, where)
@@ -809,8 +818,8 @@ class Worker:
                 self._spot_check(task, ref, cand, verdict, opts, pi)
                 checked[pi] = round(time.monotonic() - mark, 4)
             except CaseSkipped as skip:
-                verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
-                                                f"skipped by the task's own test: {skip}"))
+                reason = str(skip) if isinstance(skip, CaseNotOfTask) else f"skipped by the task's own test: {skip}"
+                verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None, reason))
             except (CaseFailed, JudgeError) as exc:
                 # Other workers' processes hold GPU memory during the shared phase: a shape that
                 # does not fit now is checked again while this worker has the GPU to itself.
@@ -860,6 +869,9 @@ class Worker:
         mark = time.monotonic()
         expected = reference(False)
         ref_s, mark = time.monotonic() - mark, time.monotonic()
+        if task.reference_impl is not None and self._ref_launches > 0 and expected.get("launches") == 0:
+            raise CaseNotOfTask("not timed: the benchmark's perf test never runs the task's own kernels here (the "
+                                "reference launched its kernels in the tests, none in this perf case)")
         got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
                                "poison_sizes": [m["nbytes"] for m in expected["native_meta"]],
                                "gpu_lock": self._share_gpu},
