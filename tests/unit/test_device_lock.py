@@ -344,3 +344,49 @@ def test_a_stretch_that_starts_after_a_compile_says_so(monkeypatch, tmp_path):
         time.sleep(0.1)  # loading the kernel, its first run...
     assert hold.take_stats()["longest_hold"]["doing"] == ("from candidate spot of case 0: the call (after a compile) "
                                                           "to candidate spot of case 0: the call")
+
+
+def test_a_check_running_python_without_launches_is_nudged_to_let_a_timer_in(monkeypatch, tmp_path):
+    """A check that runs Python for seconds with no kernel launch (a test function's torch loops)
+    takes no look by itself: the watcher thread sees the timer waiting and nudges the main thread,
+    whose signal handler steps aside between two bytecodes."""
+    from kernelwright.judge.gpulock import SharedHold
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr("kernelwright.judge.gpulock.WRITER_PATIENCE_S", 0.1)
+    import signal
+
+    previous = signal.getsignal(signal.SIGRTMIN + 3)
+    hold = SharedHold("cuda", lambda: None)
+    try:
+        assert hold.start_nudging()
+        assert not hold.start_nudging()  # one watcher per hold
+        writer_in = []
+        start = time.monotonic()
+
+        def writer():
+            with device_lock("cuda", exclusive=True):
+                writer_in.append(time.monotonic() - start)
+
+        with hold.hold(True):
+            thread = threading.Thread(target=writer)
+            thread.start()
+            total = 0
+            while time.monotonic() - start < 2.0:  # 2 s of Python, no launch
+                total += sum(range(1000))
+        thread.join(5)
+        assert writer_in and writer_in[0] < 0.8, writer_in
+        stats = hold.take_stats()
+        assert hold.nudges >= 1 and stats["yield_s"] > 0
+    finally:
+        signal.signal(signal.SIGRTMIN + 3, previous)
+
+
+def test_nudging_can_be_turned_off(monkeypatch):
+    from kernelwright.judge.gpulock import SharedHold
+
+    monkeypatch.setenv("KERNELWRIGHT_NO_NUDGE", "1")
+    assert not SharedHold("cuda", lambda: None).start_nudging()
+    monkeypatch.delenv("KERNELWRIGHT_NO_NUDGE")
+    assert not SharedHold("cpu", lambda: None).start_nudging()  # nothing to hold on the CPU

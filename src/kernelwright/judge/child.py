@@ -332,6 +332,7 @@ class Harness:
         if self.is_gpu:
             release_during_compile(self.share)
             yield_at_launches(self.share)
+            self.share.start_nudging()  # and between launches, when a timer waits on a long stretch
 
     def _may_synchronise(self) -> bool:
         """Not while a CUDA graph is being captured (an autotuner declared with use_cuda_graph

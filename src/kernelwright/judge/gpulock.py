@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import tempfile
+import threading
 import time
 from typing import Callable
 
@@ -28,6 +30,13 @@ WRITER_PATIENCE_S = 5.0
 # turns and their drains, one after another, filled 481 s of 517 (255 s of it drains).
 YIELD_CHECK_S = 0.02
 MAX_LOCK_CREDIT_S = 900.0  # queueing for the GPU that a child may add to one timeout
+# A check that runs Python for seconds without a Triton launch (torch operations in a test
+# function's own loops, say) never looks at the turnstile by itself: in a TritonBench run on the
+# H200 ten timing turns drained 9-21 s behind such checks, with every other worker queued. A watcher
+# thread sees a timer waiting on a stretch longer than this and nudges the main thread with a
+# signal, whose handler takes the look between two bytecodes. KERNELWRIGHT_NO_NUDGE=1 turns it off.
+NUDGE_AFTER_S = 0.1
+NUDGE_SIGNAL = signal.SIGRTMIN + 3 if hasattr(signal, "SIGRTMIN") else None
 
 
 def _lock_base() -> str:
@@ -123,6 +132,9 @@ class SharedHold:
         self.longest_doing = ""
         self._looked = 0.0
         self._looked_doing = ""
+        self._busy = 0  # inside our own lock calls: a nudge must not re-enter them
+        self._held_event: threading.Event | None = None  # set while held, when nudging
+        self.nudges = 0
 
     def _open(self):
         if self._files is None:
@@ -132,15 +144,21 @@ class SharedHold:
     def acquire(self) -> None:
         if not self.enabled or self.held:
             return
-        lock, turnstile = self._open()
-        if not _try_shared(lock, turnstile):
-            mark = time.monotonic()
-            self._tell("waiting")
-            _acquire(lock, turnstile, exclusive=False)
-            self.wait_s += time.monotonic() - mark
-            self._tell("got")
-        self.held = True
-        self._looked, self._looked_doing = time.monotonic(), self.doing
+        self._busy += 1
+        try:
+            lock, turnstile = self._open()
+            if not _try_shared(lock, turnstile):
+                mark = time.monotonic()
+                self._tell("waiting")
+                _acquire(lock, turnstile, exclusive=False)
+                self.wait_s += time.monotonic() - mark
+                self._tell("got")
+            self.held = True
+            self._looked, self._looked_doing = time.monotonic(), self.doing
+            if self._held_event is not None:
+                self._held_event.set()
+        finally:
+            self._busy -= 1
 
     def _look(self, now: float) -> None:
         stretch = now - self._looked
@@ -158,14 +176,18 @@ class SharedHold:
         """Drop the hold once this process's queued GPU work has finished."""
         if not self.held:
             return
+        self._busy += 1
         try:
             self._sync()
             self._look(time.monotonic())
         except BaseException:  # noqa: BLE001 - a GPU fault: the work that caused it reports it
             pass
         finally:
+            if self._held_event is not None:
+                self._held_event.clear()
             fcntl.flock(self._files[0], fcntl.LOCK_UN)
             self.held = False
+            self._busy -= 1
 
     def yield_turn(self) -> None:
         """Between two long pieces of GPU work in one request (a probe's runs at perf size take
@@ -187,16 +209,62 @@ class SharedHold:
     def yield_if_timer_waits(self) -> None:
         """Called at every kernel launch: at most every `YIELD_CHECK_S`, step aside for a timing
         turn that is draining the readers, then carry on (a kernel's worth of drain, not a check's)."""
-        if not self.held:
+        if not self.held or self._busy:
             return
         now = time.monotonic()
         if now - self._checked < YIELD_CHECK_S:
             return
-        self._checked = now
-        self._look(now)
-        if self.writer_waiting() and self._can_yield():
+        self._busy += 1
+        try:
+            self._checked = now
+            self._look(now)
+            waiting = self.writer_waiting()
+        finally:
+            self._busy -= 1
+        if waiting and self._can_yield():
             self.yield_turn()
             self.yield_s += time.monotonic() - now
+
+    def start_nudging(self, signum: int | None = NUDGE_SIGNAL) -> bool:
+        """Start the watcher thread and the signal handler it nudges (see `NUDGE_AFTER_S`).
+        Only from the main thread, where Python runs signal handlers; False where not started."""
+        if (not self.enabled or signum is None or self._held_event is not None
+                or threading.current_thread() is not threading.main_thread()
+                or os.environ.get("KERNELWRIGHT_NO_NUDGE", "") not in ("", "0")):
+            return False
+        self._held_event = threading.Event()
+        if self.held:
+            self._held_event.set()
+        signal.signal(signum, self._on_nudge)
+        signal.siginterrupt(signum, False)  # a system call the nudge interrupts is restarted
+        threading.Thread(target=self._watch, args=(signum,), name="kernelwright-nudger", daemon=True).start()
+        return True
+
+    def _watch(self, signum: int) -> None:
+        _, turnstile = _open_lock_files()  # its own open file: flock state belongs to the open file
+        pid = os.getpid()
+        nudged_for = None
+        while True:
+            self._held_event.wait()
+            time.sleep(NUDGE_AFTER_S / 2)
+            looked = self._looked
+            if (not self.held or self._busy or looked == nudged_for
+                    or time.monotonic() - looked < NUDGE_AFTER_S):
+                continue
+            try:
+                fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a timer waits at the turnstile
+                nudged_for = looked  # once per stretch: the handler's look starts a new one
+                self.nudges += 1
+                os.kill(pid, signum)
+                continue
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+    def _on_nudge(self, signum, frame) -> None:
+        """The watcher's signal, handled in the main thread between two bytecodes: look now."""
+        if self.held and not self._busy:
+            self._checked = 0.0
+            self.yield_if_timer_waits()
 
     @contextlib.contextmanager
     def hold(self, wanted: bool):
