@@ -65,9 +65,9 @@ def test_passing_verdict_records_kernels_and_seeds(verdicts):
 
 def test_no_process_outlives_its_verdict(verdicts):
     _, pidfile, leftovers, worker_pids = verdicts
-    # each worker keeps exactly its reference child and one spare candidate child
+    # each worker keeps exactly its reference child and one spare candidate and reference child
     for pid, children in leftovers.items():
-        assert len(children) <= 2, f"worker {pid} has stray children {children}"
+        assert len(children) <= 3, f"worker {pid} has stray children {children}"
     assert pidfile.exists(), "the escaping candidate did not run"
     daemon = int(pidfile.read_text())
     for _ in range(50):
@@ -85,3 +85,18 @@ def _is_zombie(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_a_spare_reference_process_serves_the_next_task():
+    """Each worker forks a reference process ahead, like its spare candidate: it survives the
+    stray collection after a verdict whose reference was reused (same task twice), then serves
+    the next task's reference."""
+    first, second = resolve_task("vector_add"), resolve_task("silu")
+    options = JudgeOptions(seeds=1, perf=False, load_timeout=60, call_timeout=30, case_timeout=30)
+    with JudgePool("cpu", workers=1, options=options) as pool:
+        verdicts = pool.judge_many([(first, first.triton_reference), (first, first.triton_reference),
+                                    (second, second.triton_reference)])
+        worker = pool._workers[0].process.pid
+        children = children_of(worker)
+    assert [v.stage for v in verdicts] == ["passed"] * 3, [(v.stage, v.reason) for v in verdicts]
+    assert len(children) == 3, children  # silu's reference, a spare candidate, a spare reference

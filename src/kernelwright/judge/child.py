@@ -417,11 +417,11 @@ class Harness:
     # -- loading -----------------------------------------------------------------------------
     def op_load(self, msg: dict) -> None:
         try:
-            if self.role == "candidate":
-                if msg.get("task_ref"):  # a spare is forked before its task is known
-                    from ..tasks import load_task_ref
+            if msg.get("task_ref"):  # a spare is forked before its task is known
+                from ..tasks import load_task_ref
 
-                    self.task = load_task_ref(msg["task_ref"])
+                self.task = load_task_ref(msg["task_ref"])
+            if self.role == "candidate":
                 self._load_candidate(msg["path"])
             else:
                 task = self.task

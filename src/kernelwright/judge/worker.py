@@ -347,6 +347,9 @@ class Worker:
         self.device = device
         self.options = options or {}
         self.spare: ChildProcess | None = None
+        # A reference process forked ahead too: starting one (fork, CUDA context) was part of the
+        # ~1.8 s per task that TritonBench-revised spent loading references.
+        self.spare_reference: ChildProcess | None = None
         self.references: dict[tuple, ChildProcess] = {}
         self.info: dict[str, Any] = {}
         self.no_probe: dict[str, str] = {}  # task ref -> why its reference is not probed
@@ -464,11 +467,14 @@ class Worker:
             other.close()
             other.remove_log()
         self.references.clear()
-        child = self._fork("reference", task)
+        child, self.spare_reference = self.spare_reference, None
+        if child is None or not child.alive:
+            child = self._fork("reference", task)
+        child.task = task
         try:
             child.ready(timeout)
             # foreign reference code may touch the GPU at import: loaded under the shared lock
-            reply = child.request({"op": "load", "baseline_path": baseline_path,
+            reply = child.request({"op": "load", "task_ref": task.ref, "baseline_path": baseline_path,
                                    "gpu_lock": self._share_gpu},
                                   timeout, "loading the reference")
         except ChildFailure as exc:
@@ -480,7 +486,7 @@ class Worker:
         return child
 
     def shutdown(self) -> None:
-        for child in [self.spare, *self.references.values()]:
+        for child in [self.spare, self.spare_reference, *self.references.values()]:
             if child is not None:
                 child.close()
                 child.remove_log()
@@ -595,6 +601,8 @@ class Worker:
                 cand.remove_log()
             self._collect_strays()
             self.spare = self._fork("candidate", None)
+            if self.spare_reference is None:
+                self.spare_reference = self._fork("reference", None)
             for key, name in (("wait_s", "wait_shared"), ("compile_s", "compile_unlocked"),
                               ("yield_s", "wait_shared_yielded")):
                 if self._lock_stats.get(key):
@@ -609,7 +617,8 @@ class Worker:
     def _collect_strays(self) -> None:
         from . import procs
 
-        keep = {c.pid for c in self.references.values() if c.alive}
+        # the reference processes, and the spare one (forked ahead when a reference was reused)
+        keep = {c.pid for c in [*self.references.values(), self.spare_reference] if c is not None and c.alive}
         procs.kill_strays(keep)
 
     def _ask(self, child: ChildProcess, msg: dict, timeout: float, doing: str, stage: str) -> dict:
