@@ -390,3 +390,16 @@ def test_nudging_can_be_turned_off(monkeypatch):
     assert not SharedHold("cuda", lambda: None).start_nudging()
     monkeypatch.delenv("KERNELWRIGHT_NO_NUDGE")
     assert not SharedHold("cpu", lambda: None).start_nudging()  # nothing to hold on the CPU
+
+
+def test_writer_patience_comes_from_the_environment_and_bad_values_say_so(monkeypatch):
+    from kernelwright.judge import gpulock
+
+    monkeypatch.delenv("KERNELWRIGHT_WRITER_PATIENCE_S", raising=False)
+    assert gpulock._writer_patience() == 2.0
+    monkeypatch.setenv("KERNELWRIGHT_WRITER_PATIENCE_S", "0.5")
+    assert gpulock._writer_patience() == 0.5
+    for bad in ("soon", "-1", "1e9"):
+        monkeypatch.setenv("KERNELWRIGHT_WRITER_PATIENCE_S", bad)
+        with pytest.raises(ValueError, match="KERNELWRIGHT_WRITER_PATIENCE_S"):
+            gpulock._writer_patience()

@@ -23,7 +23,24 @@ import threading
 import time
 from typing import Callable
 
-WRITER_PATIENCE_S = 5.0
+
+def _writer_patience() -> float:
+    raw = os.environ.get("KERNELWRIGHT_WRITER_PATIENCE_S", "")
+    try:
+        value = float(raw) if raw else 2.0
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 600.0:
+        raise ValueError(f"KERNELWRIGHT_WRITER_PATIENCE_S must be seconds between 0 and 600, got {raw!r}")
+    return value
+
+
+# How long a timing turn waits for a moment with no check in flight before it closes the turnstile.
+# 5 s while a check held the GPU for a whole test function (closing at once idled every worker
+# behind it); with checks looking at every launch, and nudged between launches, a drain costs a
+# kernel's worth, and of the TritonBench turns that found such a moment, most found it within 2 s
+# (38 of 93 waited the whole 5 s, with no turn on the GPU meanwhile). The variable is for measuring.
+WRITER_PATIENCE_S = _writer_patience()
 # How often a shared holder looks, at a kernel launch, for a timing turn waiting at the turnstile.
 # Without it a turn waited for the longest check in flight to finish (a whole GEAK test function:
 # seconds) while every other worker queued behind it: in a TritonBench-revised run on the H200 the
