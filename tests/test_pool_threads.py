@@ -25,3 +25,54 @@ def test_workers_outlive_the_threads_of_judge_many():
         again = pool.judge(TASK, good)
         assert again.passed, again.reason
         assert {w.process.pid for w in pool._workers if w is not None} >= set(pids[:1])
+
+
+def test_a_judge_bug_costs_one_verdict_and_never_shifts_the_others(monkeypatch, tmp_path):
+    """An exception while judging one candidate (CI once saw CPython 3.11's AST converter fail in a
+    judging thread) becomes that candidate's judge_error verdict; every other verdict stays with
+    its own candidate."""
+    from kernelwright.judge import pool as pool_module
+
+    good, wrong = CANDIDATES / "tiny_add" / "good.py", tmp_path / "subtracts.py"
+    wrong.write_text(good.read_text().replace("mask=mask) + tl.load", "mask=mask) - tl.load"))
+    real = pool_module.static_verdict
+
+    def flaky(task, candidate):
+        if candidate.name == "good.py" and not flaky.raised:
+            flaky.raised = True
+            raise SystemError("AST constructor recursion depth mismatch (before=24, after=18)")
+        return real(task, candidate)
+
+    flaky.raised = False
+    monkeypatch.setattr(pool_module, "static_verdict", flaky)
+    with JudgePool("cpu", workers=2, options=JudgeOptions(seeds=1, perf=False)) as pool:
+        verdicts = pool.judge_many([(TASK, good), (TASK, wrong), (TASK, good)])
+    assert [v.candidate for v in verdicts] == [str(good), str(wrong), str(good)]
+    assert verdicts[0].stage == "judge_error" and "recursion depth mismatch" in verdicts[0].reason
+    assert verdicts[1].stage == "correctness" and verdicts[2].passed
+
+
+def test_sources_are_parsed_one_at_a_time(monkeypatch, tmp_path):
+    import ast
+    import threading
+
+    from kernelwright.judge import static
+
+    inside, most = [0], [0]
+    real = ast.parse
+
+    def slow_parse(*args, **kwargs):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.02)
+        inside[0] -= 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(static.ast, "parse", slow_parse)
+    path = CANDIDATES / "tiny_add" / "good.py"
+    threads = [threading.Thread(target=static.check_source, args=(path, "tiny_add")) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1

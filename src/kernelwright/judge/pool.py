@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import Pipe
@@ -283,7 +284,12 @@ class JudgePool:
                 except queue.Empty:
                     return
                 task, path = jobs[i]
-                results[i] = self.judge(task, path, options)
+                try:
+                    results[i] = self.judge(task, path, options)
+                except Exception as exc:  # noqa: BLE001 - a judge bug costs this verdict, never the others
+                    results[i] = Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False,
+                                         correct=False, reason=f"internal judge error: {exc!r}",
+                                         detail=traceback.format_exc())
                 if on_verdict is not None:
                     on_verdict(i, results[i])
 
@@ -292,7 +298,12 @@ class JudgePool:
             t.start()
         for t in threads:
             t.join()
-        return [r for r in results if r is not None]
+        # aligned with `jobs` whatever happened: a dropped entry would shift every later verdict
+        # onto the wrong candidate (it did, once, in CI)
+        return [r if r is not None else
+                Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False, correct=False,
+                        reason="internal judge error: this candidate's judging thread stopped")
+                for r, (task, path) in zip(results, jobs)]
 
 
 def judge_file(task: Task, candidate: str | Path, device: str = "auto",

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 MAX_SOURCE_BYTES = 2 << 20
+# One parse at a time: CPython 3.11 keeps the AST converter's recursion depth per interpreter, and
+# two threads parsing at once (a pool judges from one thread per worker) raised "SystemError: AST
+# constructor recursion depth mismatch" in CI, killing that judging thread.
+_PARSE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -36,7 +41,8 @@ def check_source(path: Path, entry_name: str) -> StaticResult:
         return StaticResult(False, f"candidate file is {len(raw)} bytes; the limit is {MAX_SOURCE_BYTES}", [])
     try:
         source = raw.decode("utf-8")
-        tree = ast.parse(source, filename=str(path))
+        with _PARSE_LOCK:
+            tree = ast.parse(source, filename=str(path))
     except UnicodeDecodeError:
         return StaticResult(False, "candidate file is not UTF-8 text", [])
     except SyntaxError as exc:
