@@ -84,3 +84,27 @@ def test_every_launch_path_passes_the_yield_hook_once(tmp_path):
                          env={**os.environ, "TRITON_INTERPRET": "0"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2"], out.stdout + out.stderr
+
+
+def test_checks_tune_on_a_small_budget_and_timing_turns_on_the_full_one(monkeypatch):
+    """Configs picked during a check are dropped at the timing turn and tuned again alone, so a
+    check (a request sharing the GPU) tunes on 1 + 3 ms per config; inside the turn, 5 + 25 ms."""
+    import triton.testing
+
+    from kernelwright.judge import child
+
+    seen = []
+    monkeypatch.setattr(triton.testing, "do_bench",
+                        lambda fn, warmup, rep, quantiles: seen.append(("bench", warmup, rep)) or 1.0)
+    monkeypatch.setattr(triton.testing, "do_bench_cudagraph",
+                        lambda fn, rep, quantiles: seen.append(("graph", rep)) or 1.0)
+    monkeypatch.setattr(child, "_checking", [True])
+    child._tuning_bench(None, None)
+    child._tuning_bench_cudagraph(None, None)
+    child._checking[0] = False
+    child._tuning_bench(None, None)
+    child._tuning_bench_cudagraph(None, None)
+    assert seen == [("bench", child.CHECK_TUNING_WARMUP_MS, child.CHECK_TUNING_REP_MS),
+                    ("graph", child.CHECK_TUNING_REP_MS),
+                    ("bench", child.TUNING_WARMUP_MS, child.TUNING_REP_MS), ("graph", child.TUNING_REP_MS)]
+    assert child.CHECK_TUNING_REP_MS < child.TUNING_REP_MS
