@@ -4,6 +4,10 @@
 #   suites: SUITES="tb rocm builtin" picks suites, TB_LIMIT/ROCM_LIMIT/BUILTIN_LIMIT cap seconds,
 #           WPD sets workers per GPU, TIMEOUT_SCALE scales the judge timeouts (default 1: the product defaults;
 #           0.3 made three slow TritonBench references time out), SUITE_FLAGS adds judge-suite flags.
+# Environment passed through to the judge: KERNELWRIGHT_TRACE=1 (a line per item, perf-size check,
+# timing turn and verdict, with each task's longest shared hold), KERNELWRIGHT_NO_NUDGE=1 (no nudges
+# for checks that run Python long without a launch), KERNELWRIGHT_WRITER_PATIENCE_S=S (how long a
+# timing turn waits for a free moment before closing the turnstile; default 2).
 # Logs and JSON land in $OUT (or ./out when run elsewhere).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
