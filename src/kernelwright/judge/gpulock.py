@@ -91,6 +91,17 @@ def _acquire(lock, turnstile, exclusive: bool) -> float:
     return time.monotonic() - closed
 
 
+def _turnstile_taken(turnstile) -> bool:
+    """Someone holds the turnstile: a timing turn draining the readers (or, for an instant,
+    another reader passing it)."""
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(turnstile, fcntl.LOCK_UN)
+    return False
+
+
 def _try_shared(lock, turnstile) -> bool:
     """Take the lock shared if that needs no waiting (no writer queued or holding it)."""
     try:
@@ -215,13 +226,7 @@ class SharedHold:
 
     def writer_waiting(self) -> bool:
         """A timing turn holds the turnstile (or, rarely, another reader is passing it)."""
-        _, turnstile = self._open()
-        try:
-            fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(turnstile, fcntl.LOCK_UN)
-        return False
+        return _turnstile_taken(self._open()[1])
 
     def yield_if_timer_waits(self) -> None:
         """Called at every kernel launch: at most every `YIELD_CHECK_S`, step aside for a timing
@@ -268,14 +273,10 @@ class SharedHold:
             if (not self.held or self._busy or looked == nudged_for
                     or time.monotonic() - looked < NUDGE_AFTER_S):
                 continue
-            try:
-                fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:  # a timer waits at the turnstile
+            if _turnstile_taken(turnstile):  # a timer waits at the turnstile
                 nudged_for = looked  # once per stretch: the handler's look starts a new one
                 self.nudges += 1
                 os.kill(pid, signum)
-                continue
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
 
     def _on_nudge(self, signum, frame) -> None:
         """The watcher's signal, handled in the main thread between two bytecodes: look now."""
