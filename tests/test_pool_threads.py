@@ -76,3 +76,41 @@ def test_sources_are_parsed_one_at_a_time(monkeypatch, tmp_path):
     for t in threads:
         t.join()
     assert most[0] == 1
+
+
+def test_closing_the_pool_mid_run_records_no_verdict_for_what_was_not_judged():
+    """Ctrl-C closes the pool while judging threads still run. A candidate whose worker is killed
+    by that close, or that never got a worker, must get no verdict at all: a stored verdict is
+    final and a resumed run would skip the task (CI once saw all six builtin tasks stored after
+    SIGINT, four of them 'cannot schedule new futures after shutdown')."""
+    import threading
+
+    import pytest
+
+    from kernelwright.judge import PoolClosed
+
+    good = CANDIDATES / "tiny_add" / "good.py"
+    seen = []
+    pool = JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False))
+    outcome = {}
+
+    def judge_all():
+        try:
+            pool.judge_many([(TASK, good)] * 6, on_verdict=lambda i, v: seen.append((i, v)))
+        except PoolClosed as exc:
+            outcome["raised"] = exc
+
+    thread = threading.Thread(target=judge_all)
+    thread.start()
+    deadline = time.time() + 120
+    while not seen and time.time() < deadline:
+        time.sleep(0.05)
+    assert seen, "no candidate was judged in 120 s"
+    pool.close()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert "raised" in outcome and "not judged" in str(outcome["raised"])
+    assert seen and len(seen) < 6
+    assert all(v.passed for _, v in seen), [v.reason for _, v in seen]
+    with pytest.raises(PoolClosed):
+        pool.judge(TASK, good)

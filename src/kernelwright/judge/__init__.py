@@ -5,10 +5,10 @@ Trusted side: `pool` (coordinator, static stage), `worker` (cascade, comparisons
 imports the candidate). `wire` is the format of the private channel between them.
 """
 
-from .pool import DeviceUnavailable, JudgeOptions, JudgePool, detect_backend, judge_file
+from .pool import DeviceUnavailable, JudgeOptions, JudgePool, PoolClosed, detect_backend, judge_file
 from .verdict import JUDGE_ERROR, PASSED, STAGES, CaseResult, Verdict
 
 __all__ = [
-    "CaseResult", "DeviceUnavailable", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "STAGES",
+    "CaseResult", "DeviceUnavailable", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "PoolClosed", "STAGES",
     "Verdict", "detect_backend", "judge_file",
 ]

@@ -89,6 +89,10 @@ def detect_backend(device: str = "auto") -> tuple[str, int]:
     return backend, torch.cuda.device_count()
 
 
+class PoolClosed(RuntimeError):
+    """The pool was closed (Ctrl-C, shutdown) before this candidate's verdict existed."""
+
+
 class WorkerLost(RuntimeError):
     pass
 
@@ -195,6 +199,7 @@ class JudgePool:
         for i in range(self.n_workers):
             self._free.put(i)
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         self.device_info: dict = {}
         # Workers die with the *thread* that started them (PR_SET_PDEATHSIG follows the thread),
         # so they are all started from one thread that lives as long as the pool; a judge_many
@@ -218,6 +223,10 @@ class JudgePool:
         return self
 
     def close(self) -> None:
+        # first, so that a judging thread that loses its worker to this close (Ctrl-C) raises
+        # PoolClosed instead of recording a verdict for a task that was never judged: a stored
+        # verdict is final, and the resumed run would skip it
+        self._closing.set()
         for i, handle in enumerate(self._workers):
             if handle is not None:
                 handle.close()
@@ -245,10 +254,14 @@ class JudgePool:
         started = time.monotonic()
         try:
             try:
+                if self._closing.is_set():
+                    raise PoolClosed("the judge pool was closed before this candidate was judged")
                 worker = self._worker(index)
                 data = worker.judge(request, job_timeout(task, request_opts))
                 verdict = Verdict.from_dict(data)
             except WorkerLost as exc:
+                if self._closing.is_set():
+                    raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
                 self._replace(index)
                 verdict = Verdict(task=task.name, candidate=str(candidate), stage=JUDGE_ERROR, call=False,
                                   correct=False, reason=str(exc), seeds=request["seeds"])
@@ -286,7 +299,11 @@ class JudgePool:
                 task, path = jobs[i]
                 try:
                     results[i] = self.judge(task, path, options)
+                except PoolClosed:
+                    return  # interrupted: no verdict, so a resumed run judges it
                 except Exception as exc:  # noqa: BLE001 - a judge bug costs this verdict, never the others
+                    if self._closing.is_set():
+                        return  # e.g. the spawner refusing work after close: not this candidate's fault
                     results[i] = Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False,
                                          correct=False, reason=f"internal judge error: {exc!r}",
                                          detail=traceback.format_exc())
@@ -298,6 +315,9 @@ class JudgePool:
             t.start()
         for t in threads:
             t.join()
+        if self._closing.is_set() and any(r is None for r in results):
+            raise PoolClosed(f"the judge pool was closed with {sum(r is None for r in results)} "
+                             "candidate(s) not judged")
         # aligned with `jobs` whatever happened: a dropped entry would shift every later verdict
         # onto the wrong candidate (it did, once, in CI)
         return [r if r is not None else
@@ -313,4 +333,4 @@ def judge_file(task: Task, candidate: str | Path, device: str = "auto",
         return pool.judge(task, candidate)
 
 
-__all__ = ["DeviceUnavailable", "JudgeOptions", "JudgePool", "detect_backend", "judge_file"]
+__all__ = ["DeviceUnavailable", "JudgeOptions", "JudgePool", "PoolClosed", "detect_backend", "judge_file"]
