@@ -83,3 +83,19 @@ def test_trace_names_every_item_and_the_timing_turn(monkeypatch, capfd):
     assert sum("at perf size" in line for line in lines) == len(TASK.perf_cases), lines
     assert sum("timing turn: waited" in line for line in lines) == 1, lines
     assert lines[0].endswith("good.py") and "verdict passed after" in lines[-1], lines
+
+
+def test_calls_longer_than_a_block_are_timed_two_per_block_on_one_set():
+    """A call longer than a block is timed twice per block, both times on the block's own input
+    set (block b uses set b): half the exclusive time of cycling every set, and a result cached
+    by address still shows up as a call without a launch."""
+    options = JudgeOptions(seeds=1, seed=3, perf=True, perf_blocks=3, block_ms=0.001, warmup_ms=2,
+                           min_calls_per_block=3, call_timeout=30, case_timeout=30, perf_timeout=60)
+    good, cached = CANDIDATES / "tiny_add" / "good.py", CANDIDATES / "tiny_add" / "cached_in_timing.py"
+    with JudgePool("cpu", workers=2, options=options) as pool:
+        passed, caught = pool.judge_many([(TASK, good), (TASK, cached)])
+    assert passed.stage == "passed", passed.reason
+    timed = [c for c in passed.cases if c.kind == "performance" and c.timing]
+    assert timed and all(c.timing["one_set_per_block"] and c.timing["calls_per_block"] == 2 for c in timed)
+    assert all(len(c.timing["cand_block_ms"]) == 3 for c in timed)
+    assert caught.stage == "performance" and "cached across calls" in caught.reason, caught.reason

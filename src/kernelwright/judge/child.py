@@ -888,10 +888,13 @@ class Harness:
             self._cycles_per_ms = 2_000_000 / max(self._elapsed(start, end), 1e-3)
         return min(2.0 * host_ms + 0.02, 5.0)
 
-    def _timed_calls(self, n: int, pad_ms: float = 0.0) -> list[float]:
+    def _timed_calls(self, n: int, pad_ms: float = 0.0, only_set: int | None = None) -> list[float]:
         """Per-call device time in ms. The L2 is flushed before every call (the flush also keeps
-        the GPU busy while the host enqueues the call, so launch latency is not counted)."""
-        sets, flush = self.perf_sets, self.flush_buffer
+        the GPU busy while the host enqueues the call, so launch latency is not counted). Calls
+        cycle through the input sets, or all use set `only_set` (modulo the number of sets)."""
+        flush = self.flush_buffer
+        sets = (self.perf_sets if only_set is None
+                else [self.perf_sets[only_set % len(self.perf_sets)]])
         if self.is_gpu:
             events = [(self._event_cls(enable_timing=True), self._event_cls(enable_timing=True))
                       for _ in range(n)]
@@ -948,8 +951,8 @@ class Harness:
             gaps.append(self._elapsed(end, idle))
         return gaps
 
-    def _replace_inputs(self, seed: int) -> None:
-        """Copy every input set to freshly allocated memory behind a random-sized pad, so the
+    def _replace_inputs(self, seed: int, only_set: int | None = None) -> None:
+        """Copy every input set (or the one set a block uses) to fresh memory behind a random pad, so the
         addresses (and their alignment to memory channels) change from block to block: placement
         effects then show up as variance between blocks instead of a hidden bias of one process."""
         torch = self.torch
@@ -959,8 +962,10 @@ class Harness:
         # driver so this block's outputs land on new pages too, behind a pad held all block.
         self._release_cached_memory()
         self._pad = self._empty(rng.randrange(1, 8192) * 4096, dtype=torch.uint8, device=self.device)
+        keep = None if only_set is None else only_set % len(self.perf_sets)  # the others wait
         self.perf_sets = [(fn, tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
-                          for fn, args in self.perf_sets]
+                          if keep is None or i == keep else (fn, args)
+                          for i, (fn, args) in enumerate(self.perf_sets)]
 
     def op_gaps(self, msg: dict) -> None:
         """More escape-gap readings of the prepared perf case (the worker asks when one looks late)."""
@@ -973,11 +978,13 @@ class Harness:
     def op_time_block(self, msg: dict) -> None:
         try:
             t0 = self._perf_counter()
+            only_set = msg.get("only_set")
+            only_set = None if only_set is None else int(only_set)
             if msg.get("replace_seed") is not None:
-                self._replace_inputs(int(msg["replace_seed"]))
+                self._replace_inputs(int(msg["replace_seed"]), only_set)
             t1 = self._perf_counter()
             before = self.counter.own
-            times = self._timed_calls(int(msg["n"]), float(msg.get("pad_ms", 0.0)))
+            times = self._timed_calls(int(msg["n"]), float(msg.get("pad_ms", 0.0)), only_set)
             self.send({"op": "time_block", "ok": True, "times_ms": times,
                        "launches": self.counter.own - before,
                        "phase_s": {"replace": round(t1 - t0, 4), "timed": round(self._perf_counter() - t1, 4)}})

@@ -992,10 +992,14 @@ class Worker:
         est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0) + pad_ms
         # At least one input set is used twice per block: a result cached by address is caught.
         # (Each side makes as many sets as fit its memory budget.) Calls longer than a block need
-        # no minimum of five: two per block time them well, at a fraction of the exclusive time.
+        # no more than two: both on one set (block b uses set b), so the reuse is still there and
+        # the sets still rotate, from block to block. Cycling every set in every block cost twice
+        # the exclusive time for nothing (attention_forward_triton: 16 s of one 28 s turn, on 4
+        # calls of 0.5 s per block).
         sets = max(ref_prep.get("sets", opts["perf_input_sets"]), cand_prep.get("sets", opts["perf_input_sets"]))
-        floor = 2 if est >= opts["block_ms"] else opts["min_calls_per_block"]
-        n = int(min(opts["max_calls_per_block"], max(floor, sets + 1, math.ceil(opts["block_ms"] / est))))
+        slow = est >= opts["block_ms"]
+        n = 2 if slow else int(min(opts["max_calls_per_block"],
+                                   max(opts["min_calls_per_block"], sets + 1, math.ceil(opts["block_ms"] / est))))
         # Both gaps hold the same host round trip (sync, record); what is left is device work
         # the candidate's timed events did not cover.
         gap_limit = opts["escape_ms"] + 0.25 * cand_prep["est_ms"]
@@ -1021,7 +1025,7 @@ class Worker:
                 other.pause()
                 try:
                     block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed * 131 + b,
-                                             "pad_ms": pad_ms},
+                                             "pad_ms": pad_ms, "only_set": b if slow else None},
                                       timeout, f"timing {label}", stage)
                 finally:
                     other.resume()
@@ -1044,6 +1048,7 @@ class Worker:
                             seconds=round(marks[-1] - marks[0], 4), ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
                             ci95=[timing.ci_low, timing.ci_high],
                             timing={"calls_per_block": n, "blocks": opts["perf_blocks"], "input_sets": sets,
+                            "one_set_per_block": slow,
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                     "escape_gap_ms": {"ref": ref_gap, "cand": cand_gap},
                                     "pad_ms": pad_ms, "autotuners_reset": retuned,
