@@ -7,7 +7,10 @@ only parses JSON and copies raw bytes into tensors of an allow-listed dtype and 
 from __future__ import annotations
 
 import json
+import os
+import select
 import struct
+import time
 from typing import Any
 
 import torch
@@ -22,6 +25,21 @@ _DTYPES = {
 }
 _HEADER = struct.Struct("<Q")
 MAX_MESSAGE_BYTES = 8 << 30
+# Tensor bytes start on this boundary in a message, so a received message's tensors can be views
+# of it (no copy) with every dtype aligned.
+ALIGN = 64
+# multiprocessing.Connection's framing (stable since Python 3.8): a signed 4-byte big-endian size,
+# or -1 followed by an 8-byte size for messages of 2 GiB and more.
+_FRAME_SIZE = struct.Struct("!i")
+_FRAME_BIG = struct.Struct("!Q")
+# Once a reply has started, the rest must arrive within this much plus a second per this many bytes
+# (a child that sends half a message and stops is timed out, not waited for forever).
+FRAME_GRACE_S = float(os.environ.get("KERNELWRIGHT_FRAME_GRACE_S", "") or 30.0)  # the variable is for tests
+FRAME_BYTES_PER_S = 100 << 20
+
+
+def _aligned(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
 
 
 class WireError(ValueError):
@@ -58,20 +76,30 @@ def encode(obj: Any) -> bytearray:
         return repr(value)  # anything else travels as text, never as an object
 
     body = json.dumps({"payload": walk(obj), "tensors": metas}).encode()
-    message = bytearray(_HEADER.size + len(body) + sum(m["nbytes"] for m in metas))
+    offsets, end = _layout(_HEADER.size + len(body), metas)
+    message = bytearray(end)
     _HEADER.pack_into(message, 0, len(body))
-    offset = _HEADER.size + len(body)
-    message[_HEADER.size:offset] = body
+    message[_HEADER.size:_HEADER.size + len(body)] = body
     view = memoryview(message)
-    for flat in arrays:
+    for flat, offset in zip(arrays, offsets):
         if flat is not None:
             view[offset:offset + flat.nbytes] = memoryview(flat)
-            offset += flat.nbytes
     return message
 
 
-def decode(data: bytes) -> Any:
-    """Parse a message made by `encode`, validating every size before touching the bytes."""
+def _layout(body_end: int, metas: list[dict[str, Any]]) -> tuple[list[int], int]:
+    """Where each tensor's bytes start (each on an `ALIGN` boundary) and where the message ends."""
+    offsets, offset = [], _aligned(body_end)
+    for meta in metas:
+        offsets.append(offset)
+        offset = _aligned(offset + meta["nbytes"])
+    return offsets, offset
+
+
+def decode(data: bytes | bytearray, share: bool = False) -> Any:
+    """Parse a message made by `encode`, validating every size before touching the bytes. Tensors
+    are copies, or with `share` (a `bytearray` the caller hands over, as `read_frame` returns)
+    views of the message itself: a GiB output is not copied again."""
     if len(data) < _HEADER.size:
         raise WireError("message shorter than its header")
     (body_len,) = _HEADER.unpack_from(data)
@@ -86,7 +114,8 @@ def decode(data: bytes) -> Any:
     if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
         raise WireError("bad message header: 'tensors' must be a list of objects")
     tensors = []
-    offset = _HEADER.size + body_len
+    offset = _aligned(_HEADER.size + body_len)
+    shared = share and isinstance(data, bytearray)
     for meta in metas:
         try:
             dtype = _DTYPES[meta["dtype"]]
@@ -104,9 +133,12 @@ def decode(data: bytes) -> Any:
         if numel == 0:
             tensors.append(torch.empty(shape, dtype=dtype))
         else:
-            raw = bytearray(memoryview(data)[offset : offset + nbytes])  # one copy, writable
+            view = memoryview(data)[offset : offset + nbytes]
+            raw = view if shared else bytearray(view)  # writable either way
             tensors.append(torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape))
-        offset += nbytes
+        offset = _aligned(offset + nbytes)
+    if offset != len(data):
+        raise WireError("tensor size does not match its description (message length differs)")
 
     def unwalk(value: Any) -> Any:
         if isinstance(value, dict):
@@ -124,3 +156,37 @@ def decode(data: bytes) -> Any:
         return unwalk(payload)
     except RecursionError:
         raise WireError("message nested too deeply") from None
+
+
+class FrameTimeout(WireError):
+    """A reply that started and then stopped arriving."""
+
+
+def read_frame(fd: int, max_bytes: int) -> bytearray:
+    """Read one `Connection.send_bytes` frame from `fd` straight into one buffer (the stock
+    `recv_bytes` grows a BytesIO and copies it out: three copies of a GiB output instead of one).
+    Call it once `fd` is readable. Raises EOFError when the peer is gone, WireError for a size over
+    `max_bytes`, FrameTimeout when the rest of a started frame does not come in time."""
+    started = time.monotonic()
+    head = _read_exact(fd, bytearray(_FRAME_SIZE.size), started + FRAME_GRACE_S)
+    (size,) = _FRAME_SIZE.unpack(head)
+    if size == -1:
+        (size,) = _FRAME_BIG.unpack(_read_exact(fd, bytearray(_FRAME_BIG.size), started + FRAME_GRACE_S))
+    if not 0 <= size <= max_bytes:
+        raise WireError(f"a reply of {size} bytes (at most {max_bytes})")
+    return _read_exact(fd, bytearray(size), started + FRAME_GRACE_S + size / FRAME_BYTES_PER_S)
+
+
+def _read_exact(fd: int, buffer: bytearray, deadline: float) -> bytearray:
+    view, got = memoryview(buffer), 0
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while got < len(buffer):
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(left * 1000):
+            raise FrameTimeout(f"the reply stopped after {got} of {len(buffer)} bytes")
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            raise EOFError("the peer closed the channel inside a reply")
+        got += n
+    return buffer

@@ -150,11 +150,18 @@ class ChildProcess:
                         waited = f" (plus {credit:.0f} s queueing for the GPU)" if credit >= 1 else ""
                         reason = f"timed out after {timeout:g} s{waited} while {doing}"
                     raise ChildFailure("timeout", reason, self.log_tail())
-                data = self.conn.recv_bytes(MAX_REPLY_BYTES)
+                data = wire.read_frame(self.conn.fileno(), MAX_REPLY_BYTES)
             except (EOFError, ConnectionResetError, OSError):
                 raise self._death(doing) from None
+            except wire.FrameTimeout as exc:  # half a reply, then nothing: a hung (or hostile) child
+                self.dump_stacks()
+                self.kill()
+                raise ChildFailure("timeout", f"{exc} while {doing}", self.log_tail()) from None
+            except wire.WireError as exc:  # a size over the limit: the rest is never read
+                self.kill()
+                raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
             try:
-                reply = wire.decode(data)
+                reply = wire.decode(data, share=True)  # a fresh buffer, ours alone
             except wire.WireError as exc:
                 self.kill()
                 raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
