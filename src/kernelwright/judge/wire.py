@@ -51,21 +51,18 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def encode(obj: Any) -> bytearray:
-    """Serialize plain data with tensors inside (tensors are copied to the CPU). Each tensor's
-    bytes are copied once, into the message itself: outputs of a GiB travel in ROCm's suite."""
-    arrays: list[Any] = []
+    """Serialize plain data with tensors inside. Each tensor is copied once, straight into the
+    message (from the GPU too, where the copy lands in the message itself rather than in a CPU
+    tensor first): outputs of a GiB travel in ROCm's suite."""
+    tensors: list[Any] = []
     metas: list[dict[str, Any]] = []
 
     def walk(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             t = value.detach()
-            if t.device.type != "cpu":
-                t = t.cpu()
-            t = t.contiguous()
-            flat = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else None
             metas.append({"dtype": dtype_name(t.dtype), "shape": list(t.shape),
-                          "nbytes": 0 if flat is None else int(flat.nbytes)})
-            arrays.append(flat)
+                          "nbytes": t.numel() * t.element_size()})
+            tensors.append(t)
             return {"__tensor__": len(metas) - 1}
         if isinstance(value, dict):
             return {str(k): walk(v) for k, v in value.items()}
@@ -81,9 +78,10 @@ def encode(obj: Any) -> bytearray:
     _HEADER.pack_into(message, 0, len(body))
     message[_HEADER.size:_HEADER.size + len(body)] = body
     view = memoryview(message)
-    for flat, offset in zip(arrays, offsets):
-        if flat is not None:
-            view[offset:offset + flat.nbytes] = memoryview(flat)
+    for t, meta, offset in zip(tensors, metas, offsets):
+        if meta["nbytes"]:
+            into = torch.frombuffer(view[offset:offset + meta["nbytes"]], dtype=torch.uint8)
+            into.view(t.dtype).view(t.shape).copy_(t)  # any layout, any device: one copy
     return message
 
 
