@@ -298,3 +298,41 @@ def test_bitwise_equal_outputs_pass_without_the_float64_check(monkeypatch):
     monkeypatch.undo()
     assert compare.compare_tensor(torch.tensor([-0.0]), torch.tensor([0.0]), 0.0, 0.0, "output").ok
     assert not compare.compare_tensor(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), 0.1, 0.0, "output").ok
+
+
+def test_complex_outputs_are_compared_in_both_parts():
+    ref = torch.tensor([1 + 1j, 2 - 3j], dtype=torch.complex64)
+    assert compare_tensor(ref.clone(), ref, 0.0, 0.0, "output").ok
+    wrong = ref.clone()
+    wrong[1] = 2 + 3j  # same real part: a cast to float64 would have passed it
+    result = compare_tensor(wrong, ref, 1e-3, 1e-3, "output")
+    assert not result.ok and result.detail["first_index"] == [1, 1]
+    assert result.detail["got"] == 3.0 and result.detail["expected"] == -3.0
+
+
+def test_the_report_is_the_same_across_slices(monkeypatch):
+    import kernelwright.judge.compare as compare
+
+    gen = torch.Generator().manual_seed(1)
+    ref = torch.randn(7, 11, generator=gen)
+    out = ref.clone()
+    out[2, 3], out[5, 0], out[6, 10] = math.nan, ref[5, 0] + 4.0, ref[6, 10] - 0.5
+    whole = compare.compare_tensor(out, ref, 1e-3, 1e-3, "output")
+    monkeypatch.setattr(compare, "FAST_CHECK_CHUNK", 5)
+    sliced = compare.compare_tensor(out, ref, 1e-3, 1e-3, "output")
+    assert whole.reason == sliced.reason
+    assert {k: v for k, v in whole.detail.items() if k != "got"} == {k: v for k, v in sliced.detail.items() if k != "got"}
+    assert sliced.detail["mismatched"] == 3 and sliced.detail["first_index"] == [2, 3]
+    assert sliced.detail["max_abs_error"] == pytest.approx(4.0)
+    assert sliced.detail["nan_where_reference_finite"] == 1
+
+
+def test_float32_certifies_only_what_float64_would(monkeypatch):
+    """Half-precision slices are settled in float32 only with a margin; a value exactly on the
+    boundary (which float32 cannot certify) still passes, through the float64 rule."""
+    ref = torch.tensor([1.0, 2.0, 4.0] * 1000, dtype=torch.float16)
+    out = ref.clone()
+    out[3] = 1.0 + 0.5  # |diff| = 0.5 = atol + rtol * 1 exactly
+    assert compare_tensor(out, ref, 0.25, 0.25, "output").ok
+    out[3] = 1.0 + 0.5 + 2 ** -10  # one fp16 step beyond
+    assert not compare_tensor(out, ref, 0.25, 0.25, "output").ok
