@@ -108,3 +108,18 @@ def test_checks_tune_on_a_small_budget_and_timing_turns_on_the_full_one(monkeypa
                     ("graph", child.CHECK_TUNING_REP_MS),
                     ("bench", child.TUNING_WARMUP_MS, child.TUNING_REP_MS), ("graph", child.TUNING_REP_MS)]
     assert child.CHECK_TUNING_REP_MS < child.TUNING_REP_MS
+
+
+def test_the_timing_turn_tuning_budget_can_be_set_for_measurements(monkeypatch):
+    import pytest
+
+    from kernelwright.judge.child import _tuning_ms_from_env
+
+    monkeypatch.delenv("KERNELWRIGHT_TUNING_MS", raising=False)
+    assert _tuning_ms_from_env() == (5.0, 25.0)
+    monkeypatch.setenv("KERNELWRIGHT_TUNING_MS", "3,10")
+    assert _tuning_ms_from_env() == (3.0, 10.0)
+    for bad in ("10", "a,b", "0,10", "5,5000", "1,2,3"):
+        monkeypatch.setenv("KERNELWRIGHT_TUNING_MS", bad)
+        with pytest.raises(ValueError, match="WARMUP,REP in milliseconds"):
+            _tuning_ms_from_env()

@@ -187,7 +187,24 @@ def flatten_outputs(value: Any, torch) -> list:
 # softmax, rmsnorm) get CUDA-graph tuning at 25 ms instead of 100: a 100 ms graph is replayed ten
 # times per config at every new shape, and those four were the slowest tasks of the suite (18 s
 # in one correctness case of a 359x1 input). A file that states its own warmup/rep keeps it.
-TUNING_WARMUP_MS, TUNING_REP_MS = 5, 25
+
+
+def _tuning_ms_from_env() -> tuple[float, float]:
+    """KERNELWRIGHT_TUNING_MS="WARMUP,REP" (milliseconds per config at timing turns; default 5,25):
+    for measuring what a shorter budget costs in agreement between two runs of the same code."""
+    raw = os.environ.get("KERNELWRIGHT_TUNING_MS", "")
+    if not raw:
+        return 5.0, 25.0
+    try:
+        warmup, rep = (float(part) for part in raw.split(","))
+    except ValueError:
+        warmup = rep = -1.0
+    if not (0 < warmup <= 1000 and 0 < rep <= 1000):
+        raise ValueError(f"KERNELWRIGHT_TUNING_MS must be WARMUP,REP in milliseconds (e.g. 5,25), got {raw!r}")
+    return warmup, rep
+
+
+TUNING_WARMUP_MS, TUNING_REP_MS = _tuning_ms_from_env()
 # Checks (requests that share the GPU with other workers) tune on 1 + 3 ms: what they pick only
 # runs once, next to other work, and is dropped at the timing turn, where both sides tune again
 # alone on the budget above (a timed config that differs from the checked one is checked again).
