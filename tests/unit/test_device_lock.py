@@ -9,6 +9,15 @@ import pytest
 from kernelwright.judge.gpulock import device_lock
 
 
+@pytest.fixture(autouse=True)
+def _restore_compiled_kernel(monkeypatch):
+    """`release_during_compile` wraps `CompiledKernel._init_handles` for good (in a child, that is
+    what it is for); each test here gets the class back as it was."""
+    from triton.compiler.compiler import CompiledKernel
+
+    monkeypatch.setattr(CompiledKernel, "_init_handles", CompiledKernel.__dict__["_init_handles"])
+
+
 def test_writer_lets_readers_pass_for_a_while_then_goes_first(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -403,3 +412,65 @@ def test_writer_patience_comes_from_the_environment_and_bad_values_say_so(monkey
         monkeypatch.setenv("KERNELWRIGHT_WRITER_PATIENCE_S", bad)
         with pytest.raises(ValueError, match="KERNELWRIGHT_WRITER_PATIENCE_S"):
             gpulock._writer_patience()
+
+
+def test_a_kernels_launcher_is_built_outside_the_lock(monkeypatch, tmp_path):
+    """Triton builds a kernel's launcher (a C extension, with the system's C compiler) and loads
+    its binary at the kernel's first run, after `compile` returned: that too is CPU work, done
+    with the lock let go. A kernel already loaded takes no detour."""
+    import triton.compiler
+    from triton.compiler.compiler import CompiledKernel
+
+    from kernelwright.judge import gpulock
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(triton.compiler, "compile", lambda src, **kwargs: src)
+    lock_file = gpulock._lock_base() + ".lock"
+    seen = []
+
+    def fake_init_handles(self):
+        seen.append(_exclusive_now(lock_file))
+        if self.module is None:
+            time.sleep(0.02)  # the C compiler
+        self.module = "loaded"
+
+    monkeypatch.setattr(CompiledKernel, "_init_handles", fake_init_handles)
+    synced = []
+    hold = gpulock.SharedHold("cuda", lambda: synced.append(True))
+    assert gpulock.release_during_compile(hold)
+    assert gpulock.release_during_compile(hold)  # installing twice wraps once
+
+    class Kernel:
+        module = None
+
+    kernel = Kernel()
+    with hold.hold(True):
+        CompiledKernel._init_handles(kernel)  # first run: built and loaded with the lock let go
+        assert seen == [True] and hold.held and not _exclusive_now(lock_file)
+        CompiledKernel._init_handles(kernel)  # loaded: straight through, still held
+        assert seen == [True, False]
+    assert len(synced) == 2  # let go once, after a synchronise; the release at the end is the other
+    assert hold.take_stats()["compile_s"] > 0
+
+
+def test_nothing_is_let_go_inside_a_cuda_graph_capture(monkeypatch, tmp_path):
+    """A synchronise during a capture would break it: a compile there runs under the hold."""
+    import triton.compiler
+
+    from kernelwright.judge import gpulock
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    lock_file = gpulock._lock_base() + ".lock"
+    seen = []
+    monkeypatch.setattr(triton.compiler, "compile", lambda src, **kwargs: seen.append(_exclusive_now(lock_file)))
+    capturing = [True]
+    synced = []
+    hold = gpulock.SharedHold("cuda", lambda: synced.append(True), can_yield=lambda: not capturing[0])
+    gpulock.release_during_compile(hold)
+    with hold.hold(True):
+        triton.compiler.compile("k")
+        capturing[0] = False
+        triton.compiler.compile("k")
+    assert seen == [False, True]

@@ -425,6 +425,14 @@ class Harness:
                 memory_bytes=int(props.total_memory),
                 sm_count=int(props.multi_processor_count),
             )
+            try:
+                # Triton's driver object builds (or loads from its cache) a C helper module on first
+                # use: here, before any request holds the GPU lock, rather than at a check's first launch
+                from triton.runtime import driver
+
+                driver.active.get_current_target()
+            except Exception:  # noqa: BLE001 - the first kernel launch reports a broken Triton
+                pass
             fraction = self.options.get("memory_fraction")
             if fraction and self.role == "candidate":
                 # A runaway candidate hits its own OOM instead of starving the reference process.

@@ -3,7 +3,8 @@
 Every judge process on the machine (every worker, every child, every kernelwright run) uses the
 same two lock files per GPU:
 - checking correctness holds it *shared*: children take it themselves around their own GPU work
-  (`SharedHold`) and let go of it while Triton compiles, which is CPU-only and most of a check;
+  (`SharedHold`) and let go of it while Triton compiles a kernel and builds its launcher, which is
+  CPU-only and most of a check;
 - timing holds it *exclusive*: the worker takes it (`device_lock`) for one turn per task, and its
   children then run without taking anything.
 
@@ -299,8 +300,10 @@ class SharedHold:
 
     @contextlib.contextmanager
     def compiling(self):
-        """Around one Triton compilation: CPU work, so other processes may use the GPU meanwhile."""
-        if not self.held:
+        """Around one Triton compilation (or a kernel's launcher build and load): CPU work, so
+        other processes may use the GPU meanwhile. Not inside a CUDA-graph capture, where the
+        synchronise before letting go would break the capture."""
+        if not self.held or not self._can_yield():
             yield
             return
         mark = time.monotonic()
@@ -348,12 +351,19 @@ def yield_at_launches(hold: SharedHold) -> bool:
 
 def release_during_compile(hold: SharedHold) -> bool:
     """Wrap `triton.compiler.compile` (looked up by every JIT function when it first binds, hence
-    before any kernel of this process is compiled) so compilation runs outside the GPU lock.
-    Returns False when this Triton has no such function (the lock is then kept while compiling)."""
+    before any kernel of this process is compiled) so compilation runs outside the GPU lock, and
+    `CompiledKernel._init_handles`, which builds the kernel's launcher and loads its binary at its
+    first run. The launcher is a C extension that Triton compiles with the system's C compiler,
+    after `compile` has returned: under the lock, checks held the GPU for 20-60 s on a kernel's
+    first use while every timing turn waited (TritonBench on the H200: log_softmax's 32768 case,
+    four launchers of an autotuner; the same code in the candidate process, found in Triton's
+    cache, took 0.6 s). Returns False when this Triton has no `compile` (the lock is then kept
+    while compiling)."""
     try:
         import triton.compiler as compiler
     except ImportError:
         return False
+    _release_while_loading(hold)
     original = getattr(compiler, "compile", None)
     if original is None or getattr(original, "_kernelwright_unlocked", False):
         return original is not None
@@ -365,3 +375,22 @@ def release_during_compile(hold: SharedHold) -> bool:
     compile._kernelwright_unlocked = True
     compiler.compile = compile
     return True
+
+
+def _release_while_loading(hold: SharedHold) -> None:
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:
+        return
+    original = getattr(CompiledKernel, "_init_handles", None)
+    if original is None or getattr(original, "_kernelwright_unlocked", False):
+        return
+
+    def _init_handles(self):
+        if getattr(self, "module", None) is not None:  # loaded already: nothing to build
+            return original(self)
+        with hold.compiling():
+            return original(self)
+
+    _init_handles._kernelwright_unlocked = True
+    CompiledKernel._init_handles = _init_handles
