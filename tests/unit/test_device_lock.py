@@ -474,3 +474,43 @@ def test_nothing_is_let_go_inside_a_cuda_graph_capture(monkeypatch, tmp_path):
         capturing[0] = False
         triton.compiler.compile("k")
     assert seen == [False, True]
+
+
+def test_a_long_drain_names_the_readers_it_waits_for(monkeypatch, tmp_path):
+    """A timing turn that drains for long says which processes hold the GPU shared and what the
+    kernel says they are doing: a check waiting for a compiler shows it as a child process."""
+    import os
+    import subprocess
+    import sys
+
+    from kernelwright.judge import gpulock
+
+    if not os.path.exists("/proc/locks"):
+        pytest.skip("no /proc/locks here")
+    visible = f"lock-test-{time.time_ns()}"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(gpulock, "WRITER_PATIENCE_S", 0.0)
+    monkeypatch.setattr(gpulock, "DRAIN_REPORT_S", 0.3)
+    ready = tmp_path / "ready"
+    reader = subprocess.Popen([sys.executable, "-c", (
+        "import os, pathlib, subprocess, tempfile, sys\n"
+        f"tempfile.tempdir = {str(tmp_path)!r}\n"
+        f"os.environ['CUDA_VISIBLE_DEVICES'] = {visible!r}\n"
+        "from kernelwright.judge.gpulock import device_lock\n"
+        "with device_lock('cuda', exclusive=False):\n"
+        f"    pathlib.Path({str(ready)!r}).touch()\n"
+        "    subprocess.run(['sleep', '1.5'])\n")])
+    try:
+        deadline = time.time() + 30
+        while not ready.exists() and time.time() < deadline:
+            time.sleep(0.02)
+        assert ready.exists()
+        reports = []
+        with device_lock("cuda", exclusive=True, on_long_drain=reports.append) as drained:
+            pass
+        assert drained >= 0.3
+        assert len(reports) == 1 and len(reports[0]) == 1, reports
+        assert reports[0][0].startswith(f"pid {reader.pid} (") and "children: sleep" in reports[0][0], reports
+    finally:
+        reader.wait(30)

@@ -68,7 +68,58 @@ def _open_lock_files():
     return open(base + ".lock", "a"), open(base + ".turnstile", "a")
 
 
-def _acquire(lock, turnstile, exclusive: bool) -> float:
+# A writer that drains the readers for longer than this says who they are (see `lock_holders`).
+DRAIN_REPORT_S = 2.0
+
+
+def lock_holders(lock) -> list[str]:
+    """The processes holding `lock` (an open lock file), each with what it is doing as far as the
+    kernel says: its state, the wait channel it sleeps in, and the commands of its children (a
+    check holding the GPU while it waits for gcc or ptxas shows them). From /proc; [] elsewhere."""
+    try:
+        inode = os.fstat(lock.fileno()).st_ino
+        with open("/proc/locks") as f:
+            table = f.read().splitlines()
+    except OSError:
+        return []
+    pids = []
+    for line in table:
+        fields = line.split()
+        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+            continue  # waiters, and other kinds of lock
+        pid, where = fields[4], fields[5]
+        if where.rsplit(":", 1)[-1] == str(inode) and pid.isdigit() and pid not in pids:
+            pids.append(pid)
+    return [_describe_process(pid) for pid in pids]
+
+
+def _describe_process(pid: str) -> str:
+    def read(path: str) -> str:
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+
+    stat = read(f"/proc/{pid}/stat").rpartition(")")[2].split()  # state, parent, ...
+    wchan = read(f"/proc/{pid}/wchan")
+    children = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            children += read(f"/proc/{pid}/task/{tid}/children").split()
+    except OSError:
+        pass
+    commands = [read(f"/proc/{child}/comm") or "?" for child in children]
+    parts = [f"{stat[0]}, child of {stat[1]}" if len(stat) > 1 else "gone"]
+    if wchan and wchan != "0":
+        parts.append(f"in {wchan}")
+    if commands:
+        parts.append("children: " + ", ".join(commands))
+    return f"pid {pid} ({'; '.join(parts)})"
+
+
+def _acquire(lock, turnstile, exclusive: bool,
+             on_long_drain: Callable[[list[str]], None] | None = None) -> float:
     """A writer first waits `WRITER_PATIENCE_S` for a moment with no reader, letting readers come
     and go: closing the door at once idled every other worker at every timing turn. After that it
     passes a turnstile lock that every taker passes and keeps holding it until it has the GPU, so
@@ -86,7 +137,19 @@ def _acquire(lock, turnstile, exclusive: bool) -> float:
     closed = time.monotonic()
     fcntl.flock(turnstile, fcntl.LOCK_EX)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if exclusive and on_long_drain is not None:
+            reported = False
+            while True:  # drain, and name the readers in flight if it takes long
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not reported and time.monotonic() - closed >= DRAIN_REPORT_S:
+                        reported = True
+                        on_long_drain(lock_holders(lock))
+                    time.sleep(0.005)
+        else:
+            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
     finally:
         fcntl.flock(turnstile, fcntl.LOCK_UN)
     return time.monotonic() - closed
@@ -119,15 +182,16 @@ def _try_shared(lock, turnstile) -> bool:
 
 
 @contextlib.contextmanager
-def device_lock(device: str, exclusive: bool):
+def device_lock(device: str, exclusive: bool, on_long_drain: Callable[[list[str]], None] | None = None):
     """Hold this GPU's lock (shared or exclusive) for the block; a no-op on CPU. Yields the
-    seconds spent at the turnstile (see `_acquire`)."""
+    seconds spent at the turnstile (see `_acquire`). A writer whose drain lasts `DRAIN_REPORT_S`
+    calls `on_long_drain` once with the readers still holding the lock (`lock_holders`)."""
     if device == "cpu":
         yield 0.0
         return
     lock, turnstile = _open_lock_files()
     with lock, turnstile:
-        drained = _acquire(lock, turnstile, exclusive)
+        drained = _acquire(lock, turnstile, exclusive, on_long_drain)
         try:
             yield drained
         finally:

@@ -27,7 +27,7 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from .gpulock import MAX_LOCK_CREDIT_S, device_lock
+from .gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
 
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
@@ -377,14 +377,20 @@ class Worker:
         return not self._exclusive_held
 
     @contextlib.contextmanager
-    def _exclusive(self):
+    def _exclusive(self, task_name: str = ""):
         """Hold this GPU exclusively for the block (a no-op when already held); yields (seconds
-        spent waiting for it, of which at the turnstile draining readers in flight)."""
+        spent waiting for it, of which at the turnstile draining readers in flight). A long drain
+        is traced with the processes it waits for (KERNELWRIGHT_TRACE=1)."""
         if self._exclusive_held:
             yield 0.0, 0.0
             return
         mark = time.monotonic()
-        with device_lock(self.device, exclusive=True) as drained:
+
+        def long_drain(holders: list[str]) -> None:
+            trace(task_name or "timing turn", f"timing turn draining for {DRAIN_REPORT_S:g} s so far, behind "
+                  + ("; ".join(holders) if holders else "no holder found in /proc/locks"))
+
+        with device_lock(self.device, exclusive=True, on_long_drain=long_drain if TRACE else None) as drained:
             self._exclusive_held = True
             try:
                 yield time.monotonic() - mark, drained
@@ -395,7 +401,7 @@ class Worker:
     def _timing_turn(self, verdict):
         """`_exclusive`, with the wait added to the verdict's `wait_exclusive` and the time held to
         `performance`."""
-        with self._exclusive() as (waited, drained):
+        with self._exclusive(verdict.task) as (waited, drained):
             got = time.monotonic()
             seconds = verdict.stage_seconds
             seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
