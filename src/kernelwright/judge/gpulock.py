@@ -418,11 +418,11 @@ def release_during_compile(hold: SharedHold) -> bool:
     before any kernel of this process is compiled) so compilation runs outside the GPU lock, and
     `CompiledKernel._init_handles`, which builds the kernel's launcher and loads its binary at its
     first run. The launcher is a C extension that Triton compiles with the system's C compiler,
-    after `compile` has returned: under the lock, checks held the GPU for 20-60 s on a kernel's
-    first use while every timing turn waited (TritonBench on the H200: log_softmax's 32768 case,
-    four launchers of an autotuner; the same code in the candidate process, found in Triton's
-    cache, took 0.6 s). Returns False when this Triton has no `compile` (the lock is then kept
-    while compiling)."""
+    after `compile` has returned, so it was built under the lock. That is the first suspect for
+    the checks that held the GPU for 20-60 s on a kernel's first use while timing turns waited
+    (TritonBench on the H200: log_softmax's 32768 case took 58.6 s in the reference process and
+    0.6 s in the candidate process, which found the same code in Triton's caches). Returns False
+    when this Triton has no `compile` (the lock is then kept while compiling)."""
     try:
         import triton.compiler as compiler
     except ImportError:
