@@ -499,8 +499,9 @@ def test_a_long_drain_names_the_readers_it_waits_for(monkeypatch, tmp_path):
         f"os.environ['CUDA_VISIBLE_DEVICES'] = {visible!r}\n"
         "from kernelwright.judge.gpulock import device_lock\n"
         "with device_lock('cuda', exclusive=False):\n"
+        "    compiler = subprocess.Popen(['sleep', '1.5'])\n"
         f"    pathlib.Path({str(ready)!r}).touch()\n"
-        "    subprocess.run(['sleep', '1.5'])\n")])
+        "    compiler.wait()\n")])
     try:
         deadline = time.time() + 30
         while not ready.exists() and time.time() < deadline:
