@@ -22,7 +22,7 @@ import signal
 import tempfile
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
 
 def _writer_patience() -> float:
@@ -377,8 +377,8 @@ class SharedHold:
         finally:
             self.compile_s += time.monotonic() - mark
             self.acquire()
-            # what follows a compile under the hold (loading the kernel, its launcher, its first
-            # run) is told apart from the rest of the work in the longest-stretch report
+            # what follows a compile or a launcher build under the hold (the kernel's first run)
+            # is told apart from the rest of the work in the longest-stretch report
             self._looked_doing = f"{self.doing} (after a compile)"
 
     def take_stats(self) -> dict:
@@ -425,36 +425,28 @@ def release_during_compile(hold: SharedHold) -> bool:
     when this Triton has no `compile` (the lock is then kept while compiling)."""
     try:
         import triton.compiler as compiler
+        from triton.compiler.compiler import CompiledKernel
     except ImportError:
         return False
-    _release_while_loading(hold)
-    original = getattr(compiler, "compile", None)
+    # a kernel already loaded has nothing to build: its launches go straight through
+    _unlock_around(CompiledKernel, "_init_handles", hold,
+                   when=lambda kernel: getattr(kernel, "module", None) is None)
+    return _unlock_around(compiler, "compile", hold)
+
+
+def _unlock_around(owner: Any, name: str, hold: SharedHold, when: Callable[..., bool] = lambda *a: True) -> bool:
+    """Replace `owner.name` with a wrapper that runs it under `hold.compiling()` (when `when(*args)`
+    says so). Wraps once; False when `owner` has no such attribute."""
+    original = getattr(owner, name, None)
     if original is None or getattr(original, "_kernelwright_unlocked", False):
         return original is not None
 
-    def compile(*args, **kwargs):  # noqa: A001 - same name as the function it stands for
+    def unlocked(*args, **kwargs):
+        if not when(*args):
+            return original(*args, **kwargs)
         with hold.compiling():
             return original(*args, **kwargs)
 
-    compile._kernelwright_unlocked = True
-    compiler.compile = compile
+    unlocked._kernelwright_unlocked = True
+    setattr(owner, name, unlocked)
     return True
-
-
-def _release_while_loading(hold: SharedHold) -> None:
-    try:
-        from triton.compiler.compiler import CompiledKernel
-    except ImportError:
-        return
-    original = getattr(CompiledKernel, "_init_handles", None)
-    if original is None or getattr(original, "_kernelwright_unlocked", False):
-        return
-
-    def _init_handles(self):
-        if getattr(self, "module", None) is not None:  # loaded already: nothing to build
-            return original(self)
-        with hold.compiling():
-            return original(self)
-
-    _init_handles._kernelwright_unlocked = True
-    CompiledKernel._init_handles = _init_handles
