@@ -180,15 +180,6 @@ def flatten_outputs(value: Any, torch) -> list:
     return out
 
 
-# Autotuners that use Triton's default benchmarker (25 ms warm-up + 100 ms per config) get 5 + 25
-# ms instead, on both sides alike: configs are tuned again inside every timing turn, where that
-# budget, times configs, times perf shapes, was most of the GPU's exclusive time on the H200.
-# Autotuners declared with use_cuda_graph=True and no rep of their own (GEAK's ROCm layernorm,
-# softmax, rmsnorm) get CUDA-graph tuning at 25 ms instead of 100: a 100 ms graph is replayed ten
-# times per config at every new shape, and those four were the slowest tasks of the suite (18 s
-# in one correctness case of a 359x1 input). A file that states its own warmup/rep keeps it.
-
-
 def _tuning_ms_from_env() -> tuple[float, float]:
     """KERNELWRIGHT_TUNING_MS="WARMUP,REP" (milliseconds per config at timing turns; default 5,25):
     for measuring what a shorter budget costs in agreement between two runs of the same code."""
@@ -204,6 +195,13 @@ def _tuning_ms_from_env() -> tuple[float, float]:
     return warmup, rep
 
 
+# Autotuners that use Triton's default benchmarker (25 ms warm-up + 100 ms per config) get 5 + 25
+# ms instead, on both sides alike: configs are tuned again inside every timing turn, where that
+# budget, times configs, times perf shapes, was most of the GPU's exclusive time on the H200.
+# Autotuners declared with use_cuda_graph=True and no rep of their own (GEAK's ROCm layernorm,
+# softmax, rmsnorm) get CUDA-graph tuning at 25 ms instead of 100: a 100 ms graph is replayed ten
+# times per config at every new shape, and those four were the slowest tasks of the suite (18 s
+# in one correctness case of a 359x1 input). A file that states its own warmup/rep keeps it.
 TUNING_WARMUP_MS, TUNING_REP_MS = _tuning_ms_from_env()
 # Checks (requests that share the GPU with other workers) tune on 1 + 3 ms: what they pick only
 # runs once, next to other work, and is dropped at the timing turn, where both sides tune again
@@ -916,10 +914,9 @@ class Harness:
     def _timed_calls(self, n: int, pad_ms: float = 0.0, only_set: int | None = None) -> list[float]:
         """Per-call device time in ms. The L2 is flushed before every call (the flush also keeps
         the GPU busy while the host enqueues the call, so launch latency is not counted). Calls
-        cycle through the input sets, or all use set `only_set` (modulo the number of sets)."""
+        cycle through the input sets, or all use set `only_set`."""
         flush = self.flush_buffer
-        sets = (self.perf_sets if only_set is None
-                else [self.perf_sets[only_set % len(self.perf_sets)]])
+        sets = self.perf_sets if only_set is None else [self.perf_sets[only_set]]
         if self.is_gpu:
             events = [(self._event_cls(enable_timing=True), self._event_cls(enable_timing=True))
                       for _ in range(n)]
@@ -987,9 +984,8 @@ class Harness:
         # driver so this block's outputs land on new pages too, behind a pad held all block.
         self._release_cached_memory()
         self._pad = self._empty(rng.randrange(1, 8192) * 4096, dtype=torch.uint8, device=self.device)
-        keep = None if only_set is None else only_set % len(self.perf_sets)  # the others wait
         self.perf_sets = [(fn, tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
-                          if keep is None or i == keep else (fn, args)
+                          if only_set is None or i == only_set else (fn, args)  # the others wait
                           for i, (fn, args) in enumerate(self.perf_sets)]
 
     def op_gaps(self, msg: dict) -> None:
@@ -1003,8 +999,8 @@ class Harness:
     def op_time_block(self, msg: dict) -> None:
         try:
             t0 = self._perf_counter()
-            only_set = msg.get("only_set")
-            only_set = None if only_set is None else int(only_set)
+            only_set = msg.get("only_set")  # a block number: its input set, counted round the sets
+            only_set = None if only_set is None else int(only_set) % len(self.perf_sets)
             if msg.get("replace_seed") is not None:
                 self._replace_inputs(int(msg["replace_seed"]), only_set)
             t1 = self._perf_counter()
