@@ -150,19 +150,15 @@ class ChildProcess:
                         waited = f" (plus {credit:.0f} s queueing for the GPU)" if credit >= 1 else ""
                         reason = f"timed out after {timeout:g} s{waited} while {doing}"
                     raise ChildFailure("timeout", reason, self.log_tail())
-                data = wire.read_frame(self.conn.fileno(), MAX_REPLY_BYTES)
+                reply = wire.decode(wire.read_frame(self.conn.fileno(), MAX_REPLY_BYTES),
+                                    share=True)  # a fresh buffer, ours alone
             except (EOFError, ConnectionResetError, OSError):
                 raise self._death(doing) from None
             except wire.FrameTimeout as exc:  # half a reply, then nothing: a hung (or hostile) child
                 self.dump_stacks()
                 self.kill()
                 raise ChildFailure("timeout", f"{exc} while {doing}", self.log_tail()) from None
-            except wire.WireError as exc:  # a size over the limit: the rest is never read
-                self.kill()
-                raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
-            try:
-                reply = wire.decode(data, share=True)  # a fresh buffer, ours alone
-            except wire.WireError as exc:
+            except wire.WireError as exc:  # an oversized or malformed reply
                 self.kill()
                 raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
             if isinstance(reply, dict) and reply.get("op") == "gpu_lock":
@@ -377,7 +373,7 @@ class Worker:
         return not self._exclusive_held
 
     @contextlib.contextmanager
-    def _exclusive(self, task_name: str = ""):
+    def _exclusive(self, task_name: str):
         """Hold this GPU exclusively for the block (a no-op when already held); yields (seconds
         spent waiting for it, of which at the turnstile draining readers in flight). A long drain
         is traced with the processes it waits for (KERNELWRIGHT_TRACE=1)."""
@@ -387,7 +383,7 @@ class Worker:
         mark = time.monotonic()
 
         def long_drain(holders: list[str]) -> None:
-            trace(task_name or "timing turn", f"timing turn draining for {DRAIN_REPORT_S:g} s so far, behind "
+            trace(task_name, f"taking the GPU alone: draining for {DRAIN_REPORT_S:g} s so far, behind "
                   + ("; ".join(holders) if holders else "no holder found in /proc/locks"))
 
         with device_lock(self.device, exclusive=True, on_long_drain=long_drain if TRACE else None) as drained:
@@ -519,7 +515,7 @@ class Worker:
             # Other workers' processes hold GPU memory while checks share the GPU: a task that ran
             # out of it is judged again with the GPU to itself (a real excess fails again).
             self._close_references()
-            with self._exclusive() as (waited, _):
+            with self._exclusive(task.name) as (waited, _):
                 result = self._judge_probing(task, request)
             seconds = result.setdefault("stage_seconds", {})
             seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
@@ -968,7 +964,7 @@ class Worker:
         except (CaseFailed, JudgeError) as exc:
             if "out of memory" not in str(exc).lower() or self._exclusive_held:
                 raise
-            with self._exclusive(), self._alone_with(cand, opts):
+            with self._exclusive(task.name), self._alone_with(cand, opts):
                 check()
 
     def _time_case(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts, pi: int,
@@ -1061,7 +1057,7 @@ class Worker:
                             seconds=round(marks[-1] - marks[0], 4), ref_ms=timing.ref_ms, cand_ms=timing.cand_ms, speedup=timing.speedup,
                             ci95=[timing.ci_low, timing.ci_high],
                             timing={"calls_per_block": n, "blocks": opts["perf_blocks"], "input_sets": sets,
-                            "one_set_per_block": slow,
+                                    "one_set_per_block": slow,
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                     "escape_gap_ms": {"ref": ref_gap, "cand": cand_gap},
                                     "pad_ms": pad_ms, "autotuners_reset": retuned,
