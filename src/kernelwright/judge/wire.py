@@ -73,7 +73,7 @@ def encode(obj: Any) -> bytearray:
         return repr(value)  # anything else travels as text, never as an object
 
     body = json.dumps({"payload": walk(obj), "tensors": metas}).encode()
-    offsets, end = _layout(_HEADER.size + len(body), metas)
+    offsets, end = _layout(_HEADER.size + len(body), [m["nbytes"] for m in metas])
     message = bytearray(end)
     _HEADER.pack_into(message, 0, len(body))
     message[_HEADER.size:_HEADER.size + len(body)] = body
@@ -85,12 +85,12 @@ def encode(obj: Any) -> bytearray:
     return message
 
 
-def _layout(body_end: int, metas: list[dict[str, Any]]) -> tuple[list[int], int]:
+def _layout(body_end: int, sizes: list[int]) -> tuple[list[int], int]:
     """Where each tensor's bytes start (each on an `ALIGN` boundary) and where the message ends."""
     offsets, offset = [], _aligned(body_end)
-    for meta in metas:
+    for nbytes in sizes:
         offsets.append(offset)
-        offset = _aligned(offset + meta["nbytes"])
+        offset = _aligned(offset + nbytes)
     return offsets, offset
 
 
@@ -111,9 +111,7 @@ def decode(data: bytes | bytearray, share: bool = False) -> Any:
         raise WireError(f"bad message header: {type(exc).__name__}") from None
     if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
         raise WireError("bad message header: 'tensors' must be a list of objects")
-    tensors = []
-    offset = _aligned(_HEADER.size + body_len)
-    shared = share and isinstance(data, bytearray)
+    described = []
     for meta in metas:
         try:
             dtype = _DTYPES[meta["dtype"]]
@@ -126,17 +124,22 @@ def decode(data: bytes | bytearray, share: bool = False) -> Any:
             if d < 0:
                 raise WireError("negative dimension")
             numel *= d
-        if nbytes != numel * torch.empty((), dtype=dtype).element_size() or offset + nbytes > len(data):
+        if nbytes != numel * torch.empty((), dtype=dtype).element_size():
             raise WireError("tensor size does not match its description")
-        if numel == 0:
+        described.append((dtype, shape, nbytes))
+    # encode's layout, worked out again from the sizes, must account for the message exactly
+    offsets, end = _layout(_HEADER.size + body_len, [nbytes for _, _, nbytes in described])
+    if end != len(data):
+        raise WireError("tensor size does not match its description (message length differs)")
+    shared = share and isinstance(data, bytearray)
+    tensors = []
+    for (dtype, shape, nbytes), offset in zip(described, offsets):
+        if nbytes == 0:
             tensors.append(torch.empty(shape, dtype=dtype))
         else:
             view = memoryview(data)[offset : offset + nbytes]
             raw = view if shared else bytearray(view)  # writable either way
             tensors.append(torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape))
-        offset = _aligned(offset + nbytes)
-    if offset != len(data):
-        raise WireError("tensor size does not match its description (message length differs)")
 
     def unwalk(value: Any) -> Any:
         if isinstance(value, dict):
