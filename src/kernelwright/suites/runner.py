@@ -122,8 +122,9 @@ class SuitePlan:
 
 def expected_items(task: Task, max_perf_cases: int | None = None) -> int:
     """A task's size as known before judging it: its test items plus the perf cases to be timed."""
-    perf = len(task.perf_cases) if max_perf_cases is None else min(len(task.perf_cases), max_perf_cases)
-    return len(task.correctness_cases) + perf
+    from ..judge.worker import perf_subset  # the judge's own choice of what is timed
+
+    return len(task.correctness_cases) + len(perf_subset(len(task.perf_cases), max_perf_cases))
 
 
 def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: str,
