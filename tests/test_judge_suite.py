@@ -138,14 +138,34 @@ visible_cases = [Case("float32", shape=(64,))]
 def test_largest_tasks_are_judged_first(tmp_path):
     """The plan starts the tasks with the most items (test cases plus timed perf cases) first, so
     the longest task is not the last to start; equal sizes keep the suite's order."""
-    from kernelwright.suites.runner import REFERENCE, expected_items, load_suite_tasks, plan
+    from kernelwright.suites.runner import REFERENCE, expected_cost, load_suite_tasks, plan
 
     tasks, _ = load_suite_tasks("builtin", None)
     for limit in (None, 2):
         work = plan(tasks, REFERENCE, ResultStore(tmp_path / f"r{limit}.jsonl"), "cpu", max_perf_cases=limit)
-        sizes = [expected_items(task, limit) for task, _ in work.to_judge]
+        sizes = [expected_cost(task, path, limit) for task, path in work.to_judge]
         assert sizes == sorted(sizes, reverse=True) and sizes[0] > sizes[-1]
         suite_order = {task.name: i for i, task in enumerate(tasks)}
-        for (a, _), (b, _) in zip(work.to_judge, work.to_judge[1:]):
-            if expected_items(a, limit) == expected_items(b, limit):
+        for (a, pa), (b, pb) in zip(work.to_judge, work.to_judge[1:]):
+            if expected_cost(a, pa, limit) == expected_cost(b, pb, limit):
                 assert suite_order[a.name] < suite_order[b.name]
+
+
+def test_a_file_of_many_autotuning_configs_is_judged_first(tmp_path):
+    """Every autotuning config is compiled before it is tried: a candidate that declares 64 of
+    them starts before tasks with more test items, so its minutes of compiling overlap the rest."""
+    from kernelwright.suites.runner import expected_items, load_suite_tasks, plan
+
+    tasks, _ = load_suite_tasks("builtin", None)
+    smallest = min(tasks, key=lambda t: expected_items(t))
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    for task in tasks:
+        (cands / f"{task.name}.py").write_text("import triton\n")
+    (cands / f"{smallest.name}.py").write_text(
+        "import triton\n"
+        "configs = [triton.Config({'B': b}, num_warps=w, num_stages=s)\n"
+        "           for b in [16, 32, 64, 128] for w in (2, 4, 8, 16) for s in range(2, 6)]\n")
+    work = plan(tasks, str(cands), ResultStore(tmp_path / "r.jsonl"), "cpu")
+    assert work.to_judge[0][0].name == smallest.name
+    assert expected_items(smallest) < max(expected_items(t) for t in tasks)

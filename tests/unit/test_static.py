@@ -189,3 +189,28 @@ def test_source_is_never_executed(tmp_path):
 def test_annotated_assignment_defines_the_entry(tmp_path):
     path = write(tmp_path, KERNEL + "\ndef _impl(x):\n    return x\nentry: object = _impl\n")
     assert check_source(path, "entry").ok
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("configs = [triton.Config({'B': 64}), triton.Config({'B': 128})]", 2),
+    # a comprehension multiplies by each literal loop; a loop over anything else counts once
+    ("c = [triton.Config({'B': b}, num_warps=w) for b in [32, 64, 128] for w in (4, 8)]", 6),
+    ("c = [Config({'B': b}) for b in sizes() for s in range(2, 6)]", 4),
+    # GEAK's io-bound generator: nested literal loops, an inner split-k loop, a commented-out one
+    ("""
+     def configs():
+         out = []
+         for s in [2, 3, 4, 5, 6]:
+             for m in [16, 32]:
+                 out.append(triton.Config({'M': m}, num_stages=s))
+                 for k in [2, 4, 8, 16]:
+                     out.append(triton.Config({'M': m, 'K': k}, num_stages=s))
+                 # for k in [32, 64]:
+                 #     out.append(triton.Config({'M': m}))
+         return out
+     """, 5 * 2 * (1 + 4)),
+    ("@triton.jit\ndef k(x):\n    pass\n", 0),
+    ("def broken(:\n", 0),
+])
+def test_autotune_configs_counts_what_will_be_compiled(source, expected):
+    assert static.autotune_configs(textwrap.dedent(source)) == expected

@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import triton
     import triton.language as tl
-    from kernelwright.judge.child import LaunchCounter, _tuning_bench, _tuning_bench_cudagraph
+    from kernelwright.judge.child import LaunchCounter, TuningBench
 
     LaunchCounter(None).install()
 
@@ -21,15 +21,17 @@ SCRIPT = textwrap.dedent("""
     def k(x_ptr):
         pass
 
-    def tuner(**kwargs):
-        return triton.autotune(configs=[triton.Config({}, num_warps=4)], key=[], **kwargs)(k)
+    def tuner(n=1, **kwargs):
+        configs = [triton.Config({}, num_warps=w) for w in (1, 2, 4, 8, 16, 32)[:n]]
+        return triton.autotune(configs=configs, key=[], **kwargs)(k)
 
     def own(kernel_call, quantiles):
         return [1.0]
 
-    print(tuner()._do_bench is _tuning_bench)
-    print(tuner(use_cuda_graph=True)._do_bench is _tuning_bench_cudagraph)
-    print(tuner(use_cuda_graph=True, rep=50)._do_bench not in (_tuning_bench, _tuning_bench_cudagraph))
+    bench, graph = tuner(6)._do_bench, tuner(use_cuda_graph=True)._do_bench
+    print(isinstance(bench, TuningBench) and not bench.cuda_graph and bench.n_configs == 6)
+    print(isinstance(graph, TuningBench) and graph.cuda_graph and graph.n_configs == 1)
+    print(not isinstance(tuner(use_cuda_graph=True, rep=50)._do_bench, TuningBench))
     print(tuner(do_bench=own)._do_bench is own)
 """)
 
@@ -88,7 +90,8 @@ def test_every_launch_path_passes_the_yield_hook_once(tmp_path):
 
 def test_checks_tune_on_a_small_budget_and_timing_turns_on_the_full_one(monkeypatch):
     """Configs picked during a check are dropped at the timing turn and tuned again alone, so a
-    check (a request sharing the GPU) tunes on 1 + 3 ms per config; inside the turn, 5 + 25 ms."""
+    check (a request sharing the GPU) tunes on 1 + 3 ms per config; inside the turn, 3 + 12 ms,
+    and an autotuner of many configs gets less per config, so that one tuning stays bounded."""
     import triton.testing
 
     from kernelwright.judge import child
@@ -99,15 +102,23 @@ def test_checks_tune_on_a_small_budget_and_timing_turns_on_the_full_one(monkeypa
     monkeypatch.setattr(triton.testing, "do_bench_cudagraph",
                         lambda fn, rep, quantiles: seen.append(("graph", rep)) or 1.0)
     monkeypatch.setattr(child, "_checking", [True])
-    child._tuning_bench(None, None)
-    child._tuning_bench_cudagraph(None, None)
+    child.TuningBench(4)(None, None)
+    child.TuningBench(4, cuda_graph=True)(None, None)
     child._checking[0] = False
-    child._tuning_bench(None, None)
-    child._tuning_bench_cudagraph(None, None)
+    child.TuningBench(4)(None, None)
+    child.TuningBench(4, cuda_graph=True)(None, None)
     assert seen == [("bench", child.CHECK_TUNING_WARMUP_MS, child.CHECK_TUNING_REP_MS),
                     ("graph", child.CHECK_TUNING_REP_MS),
                     ("bench", child.TUNING_WARMUP_MS, child.TUNING_REP_MS), ("graph", child.TUNING_REP_MS)]
     assert child.CHECK_TUNING_REP_MS < child.TUNING_REP_MS
+    # many configs: the rep shrinks so that one tuning stays within TUNING_TOTAL_MS, down to a floor
+    seen.clear()
+    for n in (48, 100000):
+        child.TuningBench(n)(None, None)
+    (_, w48, r48), (_, w_many, r_many) = seen
+    assert r48 * 48 == child.TUNING_TOTAL_MS and r48 < child.TUNING_REP_MS
+    assert w48 / r48 == child.TUNING_WARMUP_MS / child.TUNING_REP_MS
+    assert r_many == child.TUNING_MIN_REP_MS
 
 
 def test_the_timing_turn_tuning_budget_can_be_set_for_measurements(monkeypatch):
@@ -116,9 +127,9 @@ def test_the_timing_turn_tuning_budget_can_be_set_for_measurements(monkeypatch):
     from kernelwright.judge.child import _tuning_ms_from_env
 
     monkeypatch.delenv("KERNELWRIGHT_TUNING_MS", raising=False)
+    assert _tuning_ms_from_env() == (3.0, 12.0)
+    monkeypatch.setenv("KERNELWRIGHT_TUNING_MS", "5,25")
     assert _tuning_ms_from_env() == (5.0, 25.0)
-    monkeypatch.setenv("KERNELWRIGHT_TUNING_MS", "3,10")
-    assert _tuning_ms_from_env() == (3.0, 10.0)
     for bad in ("10", "a,b", "0,10", "5,5000", "1,2,3"):
         monkeypatch.setenv("KERNELWRIGHT_TUNING_MS", bad)
         with pytest.raises(ValueError, match="WARMUP,REP in milliseconds"):

@@ -181,28 +181,37 @@ def flatten_outputs(value: Any, torch) -> list:
 
 
 def _tuning_ms_from_env() -> tuple[float, float]:
-    """KERNELWRIGHT_TUNING_MS="WARMUP,REP" (milliseconds per config at timing turns; default 5,25):
-    for measuring what a shorter budget costs in agreement between two runs of the same code."""
+    """KERNELWRIGHT_TUNING_MS="WARMUP,REP" (milliseconds per config at timing turns; default 3,12):
+    for measuring what another budget costs in agreement between two runs of the same code."""
     raw = os.environ.get("KERNELWRIGHT_TUNING_MS", "")
     if not raw:
-        return 5.0, 25.0
+        return 3.0, 12.0
     try:
         warmup, rep = (float(part) for part in raw.split(","))
     except ValueError:
         warmup = rep = -1.0
     if not (0 < warmup <= 1000 and 0 < rep <= 1000):
-        raise ValueError(f"KERNELWRIGHT_TUNING_MS must be WARMUP,REP in milliseconds (e.g. 5,25), got {raw!r}")
+        raise ValueError(f"KERNELWRIGHT_TUNING_MS must be WARMUP,REP in milliseconds (e.g. 3,12), got {raw!r}")
     return warmup, rep
 
 
-# Autotuners that use Triton's default benchmarker (25 ms warm-up + 100 ms per config) get 5 + 25
+# Autotuners that use Triton's default benchmarker (25 ms warm-up + 100 ms per config) get 3 + 12
 # ms instead, on both sides alike: configs are tuned again inside every timing turn, where that
-# budget, times configs, times perf shapes, was most of the GPU's exclusive time on the H200.
+# budget, times configs, times perf shapes, was most of the GPU's exclusive time on the H200
+# (at 5 + 25 ms, 99 s of TritonBench's 274 s of timing turns went to first calls that tuned).
+# 12 ms is still a hundred runs or more of any kernel under 0.1 ms, the median of which ranks
+# configs that differ by a few percent.
 # Autotuners declared with use_cuda_graph=True and no rep of their own (GEAK's ROCm layernorm,
-# softmax, rmsnorm) get CUDA-graph tuning at 25 ms instead of 100: a 100 ms graph is replayed ten
-# times per config at every new shape, and those four were the slowest tasks of the suite (18 s
-# in one correctness case of a 359x1 input). A file that states its own warmup/rep keeps it.
+# softmax, rmsnorm) get CUDA-graph tuning at the same rep instead of 100 ms: a 100 ms graph is
+# replayed ten times per config at every new shape, and those four were the slowest tasks of the
+# suite (18 s in one correctness case of a 359x1 input). A file that states its own warmup/rep
+# keeps it.
 TUNING_WARMUP_MS, TUNING_REP_MS = _tuning_ms_from_env()
+# One tuning (every config, at one new key) gets at most this much benchmarking at a timing turn:
+# an autotuner of 48 configs (TritonBench's matrix_vector_multip) spent 1.4 s per shape and side
+# at 30 ms each. Past TUNING_TOTAL_MS / TUNING_REP_MS configs, each gets a shorter rep, never
+# under TUNING_MIN_REP_MS.
+TUNING_TOTAL_MS, TUNING_MIN_REP_MS = 400.0, 4.0
 # Checks (requests that share the GPU with other workers) tune on 1 + 3 ms: what they pick only
 # runs once, next to other work, and is dropped at the timing turn, where both sides tune again
 # alone on the budget above (a timed config that differs from the checked one is checked again).
@@ -211,21 +220,28 @@ CHECK_TUNING_WARMUP_MS, CHECK_TUNING_REP_MS = 1, 3
 _checking = [False]  # set by the harness for each request: does it share the GPU?
 
 
-def _tuning_budget() -> tuple[int, int]:
-    return (CHECK_TUNING_WARMUP_MS, CHECK_TUNING_REP_MS) if _checking[0] else (TUNING_WARMUP_MS, TUNING_REP_MS)
+def _tuning_budget(n_configs: int = 1) -> tuple[float, float]:
+    """(warm-up, rep) in milliseconds for each config of an autotuner of `n_configs` configs."""
+    if _checking[0]:
+        return CHECK_TUNING_WARMUP_MS, CHECK_TUNING_REP_MS
+    rep = min(TUNING_REP_MS, max(TUNING_TOTAL_MS / max(n_configs, 1), TUNING_MIN_REP_MS))
+    return TUNING_WARMUP_MS * rep / TUNING_REP_MS, rep
 
 
-def _tuning_bench(kernel_call, quantiles):
-    from triton.testing import do_bench
+class TuningBench:
+    """The benchmarker installed into an autotuner that did not state its own: Triton's
+    `do_bench` (or `do_bench_cudagraph`), on the budget above for its number of configs."""
 
-    warmup, rep = _tuning_budget()
-    return do_bench(kernel_call, warmup=warmup, rep=rep, quantiles=quantiles)
+    def __init__(self, n_configs: int, cuda_graph: bool = False) -> None:
+        self.n_configs, self.cuda_graph = n_configs, cuda_graph
 
+    def __call__(self, kernel_call, quantiles):
+        from triton.testing import do_bench, do_bench_cudagraph
 
-def _tuning_bench_cudagraph(kernel_call, quantiles):
-    from triton.testing import do_bench_cudagraph
-
-    return do_bench_cudagraph(kernel_call, rep=_tuning_budget()[1], quantiles=quantiles)
+        warmup, rep = _tuning_budget(self.n_configs)
+        if self.cuda_graph:
+            return do_bench_cudagraph(kernel_call, rep=rep, quantiles=quantiles)
+        return do_bench(kernel_call, warmup=warmup, rep=rep, quantiles=quantiles)
 
 
 class LaunchCounter:
@@ -274,10 +290,11 @@ class LaunchCounter:
                 tuners.add(self)
                 if os.environ.get("TRITON_INTERPRET") == "1":
                     return
+                n_configs = len(getattr(self, "configs", None) or ()) or 1
                 if getattr(self, "_do_bench", False) is None:
-                    self._do_bench = _tuning_bench  # the default benchmarker, on a shorter budget
+                    self._do_bench = TuningBench(n_configs)  # the default benchmarker, on a shorter budget
                 elif getattr(self, "use_cuda_graph", False) and getattr(self, "num_reps", 0) is None:
-                    self._do_bench = _tuning_bench_cudagraph  # CUDA-graph tuning at its default budget
+                    self._do_bench = TuningBench(n_configs, cuda_graph=True)  # CUDA-graph tuning, shorter
 
             Autotuner.__init__ = register
         except ImportError:

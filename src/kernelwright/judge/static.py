@@ -74,3 +74,61 @@ def check_source(path: Path, entry_name: str) -> StaticResult:
     if not kernels:
         return StaticResult(False, "defines no @triton.jit kernel", kernels)
     return StaticResult(True, "ok", kernels)
+
+
+def _literal_length(node: ast.expr) -> int | None:
+    """How many items a loop over `node` yields, where the source says so: a list, tuple or set
+    display, or range() of integer literals."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return len(node.elts)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+            and 1 <= len(node.args) <= 3 and not node.keywords
+            and all(isinstance(a, ast.Constant) and type(a.value) is int for a in node.args)):
+        return len(range(*(a.value for a in node.args)))
+    return None
+
+
+def autotune_configs(source: str) -> int:
+    """An estimate of how many autotuning configs a file declares: each `Config(...)` written in
+    it, times the lengths of the literal loops around it (`for s in [2, 3, 4]`, comprehensions
+    alike; a loop over anything else counts once). Every config is compiled before it can be
+    tried: GEAK's int8_dequant_matmul declares 401 and spends minutes compiling them, and a
+    scheduler that starts such a file last finishes the suite minutes after everything else.
+    0 for a file that does not parse."""
+    try:
+        with _PARSE_LOCK:
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return 0
+    total = 0
+
+    def visit(node: ast.AST, factor: int) -> None:
+        nonlocal total
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "Config":
+                total += factor
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            visit(node.iter, factor)
+            inner = factor * max(_literal_length(node.iter) or 1, 1)
+            for child in [node.target, *node.body]:
+                visit(child, inner)
+            for child in node.orelse:
+                visit(child, factor)
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = factor
+            for gen in node.generators:
+                visit(gen.iter, inner)
+                inner *= max(_literal_length(gen.iter) or 1, 1)
+                for cond in gen.ifs:
+                    visit(cond, inner)
+            for child in ([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]):
+                visit(child, inner)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, factor)
+
+    visit(tree, 1)
+    return total

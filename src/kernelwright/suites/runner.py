@@ -127,11 +127,27 @@ def expected_items(task: Task, max_perf_cases: int | None = None) -> int:
     return len(task.correctness_cases) + len(perf_subset(len(task.perf_cases), max_perf_cases))
 
 
+def expected_cost(task: Task, path: Path, max_perf_cases: int | None = None) -> float:
+    """How long a task will keep a worker, in test items, as read before judging it: its items,
+    plus half an item per autotuning config its files declare (each one is compiled before it
+    is tried; a config compiles in about 1 s, an item takes about 2)."""
+    from ..judge.static import autotune_configs
+
+    configs = 0
+    for source in {path, task.reference_impl} - {None}:
+        try:
+            configs += autotune_configs(Path(source).read_text(errors="replace"))
+        except OSError:
+            pass  # the judge reports an unreadable file; the order need not
+    return expected_items(task, max_perf_cases) + configs / 2
+
+
 def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: str,
          only: set[str] | None = None, max_perf_cases: int | None = None) -> SuitePlan:
     """What to judge, largest tasks first: a suite's wall time is set by its last task, and one
     with 56 parametrized cases started last ran minutes after every other had finished (ROCm's
-    rmsnorm_fwd). Ties keep the suite's order."""
+    rmsnorm_fwd), as did one that compiles 401 autotuning configs (TritonBench's
+    int8_dequant_matmul). Ties keep the suite's order."""
     to_judge, not_run, done = [], [], 0
     for task in tasks:
         if only and task.name not in only:
@@ -151,7 +167,7 @@ def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: st
             not_run.append(Record(task.name, "missing", None, reason))
         else:
             to_judge.append((task, path))
-    to_judge.sort(key=lambda job: -expected_items(job[0], max_perf_cases))
+    to_judge.sort(key=lambda job: -expected_cost(job[0], job[1], max_perf_cases))
     return SuitePlan(to_judge, not_run, done)
 
 
