@@ -29,6 +29,7 @@ from typing import Any, Callable, NoReturn
 
 from . import procs, wire
 from .gpulock import SharedHold, release_during_compile, yield_at_launches
+from .precompile import compile_configs_in_parallel, compile_threads_from_env
 
 # On this signal faulthandler writes every thread's stack to the log (the worker sends it before
 # killing a child that ran out of time). Not SIGUSR1: a reference stuck in Triton's LLVM stage on
@@ -374,6 +375,7 @@ class Harness:
         self.share = SharedHold(device, self._sync, self._tell_waited, self._may_synchronise)
         if self.is_gpu:
             release_during_compile(self.share)
+            compile_configs_in_parallel(self.share.compiling, compile_threads_from_env())
             yield_at_launches(self.share)
             self.share.start_nudging()  # and between launches, when a timer waits on a long stretch
 

@@ -1,0 +1,96 @@
+"""Compile an autotuner's configs side by side, before it tries them one by one.
+
+Triton's autotuner, at every new key, runs each config in turn, and a config's first run
+compiles it: one process compiles them one after another. A file that declares many configs
+then spends minutes compiling (on the H200, TritonBench's triton_linear_activation took 144 s
+for 98 configs in its golden test and 80-89 s again at each of three perf shapes;
+int8_dequant_matmul, 401 configs, did not finish its golden test in ten minutes), and holds a
+worker for all of it. Triton (3.4 and later) can hand compilations to an executor
+(`AsyncCompileMode`): here, just before the autotuner benchmarks, every config it is about to try
+is compiled by a thread pool, with the GPU lock let go (compiling is CPU work). The autotuner then
+finds each kernel compiled. A config that fails to compile is left to the autotuner, which compiles
+it again and handles the failure as it always does.
+
+Both sides of a comparison get the same treatment: it changes when a kernel is compiled, never
+what is compiled or how it is tuned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Callable, ContextManager
+
+# Threads per process. Workers' processes compile at the same time as each other, so one
+# process does not take every core; KERNELWRIGHT_COMPILE_THREADS=1 turns this off.
+DEFAULT_THREADS = max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def compile_threads_from_env() -> int:
+    raw = os.environ.get("KERNELWRIGHT_COMPILE_THREADS", "")
+    if not raw:
+        return DEFAULT_THREADS
+    try:
+        threads = int(raw)
+    except ValueError:
+        threads = 0
+    if not 1 <= threads <= 256:
+        raise ValueError(f"KERNELWRIGHT_COMPILE_THREADS must be a whole number from 1 to 256, got {raw!r}")
+    return threads
+
+
+def compile_configs_in_parallel(released: Callable[[], ContextManager], threads: int) -> bool:
+    """Wrap `Autotuner.prune_configs` (called once per new key, right before the configs are
+    benchmarked) so that the configs it returns are compiled `threads` at a time inside
+    `released()` (the GPU lock let go). False when this Triton cannot compile asynchronously,
+    or when `threads` is 1 (nothing is changed then)."""
+    if threads <= 1 or os.environ.get("TRITON_INTERPRET") == "1":
+        return False
+    try:
+        from triton.runtime import _async_compile
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return False
+    original = Autotuner.prune_configs
+    if getattr(original, "_kernelwright_parallel", False):
+        return True
+
+    def prune_configs(self, kwargs, *rest, _original=original):
+        configs = _original(self, kwargs, *rest)
+        try:
+            if _worth_compiling_ahead(self, configs, kwargs) and _async_compile.active_mode.get() is None:
+                _compile_all(self, configs, kwargs, released, threads, _async_compile.AsyncCompileMode)
+        except Exception:  # noqa: BLE001 - a head start only: the autotuner compiles what is missing
+            pass
+        return configs
+
+    prune_configs._kernelwright_parallel = True
+    Autotuner.prune_configs = prune_configs
+    return True
+
+
+def _worth_compiling_ahead(tuner: Any, configs: list, kwargs: dict) -> bool:
+    """Only a real benchmark of several configs: a launch (`grid` given, not a warm-up) with the
+    call's positional arguments known."""
+    return (len(configs) > 1 and kwargs.get("warmup") is False and "grid" in kwargs
+            and getattr(tuner, "nargs", None) is not None)
+
+
+def _compile_all(tuner: Any, configs: list, kwargs: dict, released: Callable[[], ContextManager],
+                 threads: int, async_mode: Callable) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    args = tuple(tuner.nargs.values())  # the autotuner's run() zipped them with its arg names, in order
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(released())
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kw-compile"))
+        # entered last, left first: its exit waits for every compilation and caches the kernels
+        stack.enter_context(async_mode(pool, ignore_errors=True))
+        for config in configs:
+            meta = config.all_kwargs()
+            if kwargs.keys() & getattr(config, "kwargs", {}).keys():
+                continue  # the autotuner rejects such a config itself, with its own message
+            try:
+                tuner.fn.run(*args, **{**kwargs, **meta, "warmup": True})
+            except Exception:  # noqa: BLE001 - left to the autotuner, which reports it in context
+                continue
