@@ -515,3 +515,41 @@ def test_a_long_drain_names_the_readers_it_waits_for(monkeypatch, tmp_path):
         assert reports[0][0].startswith(f"pid {reader.pid} (") and "children: sleep" in reports[0][0], reports
     finally:
         reader.wait(30)
+
+
+def test_a_drain_behind_another_timing_turn_says_so(monkeypatch, tmp_path):
+    """A writer queued behind another worker's exclusive turn is not draining slow checks: the
+    report names the holder as a timing turn."""
+    import os
+    import subprocess
+    import sys
+
+    from kernelwright.judge import gpulock
+
+    if not os.path.exists("/proc/locks"):
+        pytest.skip("no /proc/locks here")
+    visible = f"lock-test-{time.time_ns()}"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr(gpulock, "WRITER_PATIENCE_S", 0.0)
+    monkeypatch.setattr(gpulock, "DRAIN_REPORT_S", 0.3)
+    ready = tmp_path / "ready"
+    timer = subprocess.Popen([sys.executable, "-c", (
+        "import os, pathlib, tempfile, time\n"
+        f"tempfile.tempdir = {str(tmp_path)!r}\n"
+        f"os.environ['CUDA_VISIBLE_DEVICES'] = {visible!r}\n"
+        "from kernelwright.judge.gpulock import device_lock\n"
+        "with device_lock('cuda', exclusive=True):\n"
+        f"    pathlib.Path({str(ready)!r}).touch()\n"
+        "    time.sleep(1.5)\n")])
+    try:
+        deadline = time.time() + 30
+        while not ready.exists() and time.time() < deadline:
+            time.sleep(0.02)
+        assert ready.exists()
+        reports = []
+        with device_lock("cuda", exclusive=True, on_long_drain=reports.append):
+            pass
+        assert len(reports) == 1 and reports[0][0].startswith(f"the timing turn of pid {timer.pid} ("), reports
+    finally:
+        timer.wait(30)

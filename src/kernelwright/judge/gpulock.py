@@ -75,22 +75,25 @@ DRAIN_REPORT_S = 2.0
 def lock_holders(lock) -> list[str]:
     """The processes holding `lock` (an open lock file), each with what it is doing as far as the
     kernel says: its state, the wait channel it sleeps in, and the commands of its children (a
-    check holding the GPU while it waits for gcc or ptxas shows them). From /proc; [] elsewhere."""
+    check holding the GPU while it waits for gcc or ptxas shows them); an exclusive holder is
+    named as a timing turn. From /proc; [] elsewhere."""
     try:
         inode = os.fstat(lock.fileno()).st_ino
         with open("/proc/locks") as f:
             table = f.read().splitlines()
     except OSError:
         return []
-    pids = []
+    holders: dict[str, bool] = {}
     for line in table:
         fields = line.split()
         if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
             continue  # waiters, and other kinds of lock
         pid, where = fields[4], fields[5]
-        if where.rsplit(":", 1)[-1] == str(inode) and pid.isdigit() and pid not in pids:
-            pids.append(pid)
-    return [_describe_process(pid) for pid in pids]
+        if where.rsplit(":", 1)[-1] == str(inode) and pid.isdigit():
+            holders[pid] = holders.get(pid, False) or fields[3] == "WRITE"
+    # an exclusive holder is another worker's timing turn, not a check that is slow to let go
+    return [("the timing turn of " if exclusive else "") + _describe_process(pid)
+            for pid, exclusive in holders.items()]
 
 
 def _describe_process(pid: str) -> str:
