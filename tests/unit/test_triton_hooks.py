@@ -134,3 +134,59 @@ def test_the_timing_turn_tuning_budget_can_be_set_for_measurements(monkeypatch):
         monkeypatch.setenv("KERNELWRIGHT_TUNING_MS", bad)
         with pytest.raises(ValueError, match="WARMUP,REP in milliseconds"):
             _tuning_ms_from_env()
+
+
+SHORTLIST = textwrap.dedent("""
+    import warnings
+    warnings.simplefilter("ignore")
+    import triton
+    import triton.language as tl
+    from kernelwright.judge import child
+
+    assert child.shortlist_at_timing_turns()
+    counter = child.LaunchCounter(None)
+    counter.install()
+
+    @triton.autotune(configs=[triton.Config({"B": b}) for b in range(20)], key=["n"])
+    @triton.jit
+    def k(x_ptr, n, B: tl.constexpr):
+        pass
+
+    tried = []
+    k.fn.run = lambda *args, **kwargs: tried.append(kwargs["B"])  # no GPU: the launch is a record
+    # the checks' rankings at the two keys (4096: 0, 17, 14, 11, 8, 5, 2, 19, ...; 64: B = 0..7)
+    check_ms = {4096: {b: 1.0 + (b * 7) % 20 for b in range(20)}, 64: {b: 1.0 + b for b in range(20)}}
+    alone_ms = {b: 50.0 - b for b in range(20)}  # alone, the largest B is fastest
+    n_now = [0]
+
+    def bench(kernel_call, quantiles):
+        kernel_call()
+        ms = (check_ms[n_now[0]] if child._checking[0] else alone_ms)[tried[-1]]
+        return [ms, ms, ms]
+
+    k._do_bench = bench
+    child._checking[0] = True
+    for n in (4096, 64):             # checks tune all 20 configs at two keys
+        n_now[0] = n
+        k[(1,)](0, n)
+    tried.clear()
+    child._checking[0] = False
+    counter.forget_tuning()          # the timing turn begins
+    k[(1,)](0, 4096)
+    print(sorted(set(tried)))
+    print(k.best_config.kwargs["B"])
+""")
+
+
+def test_timing_turns_tune_again_among_the_checks_fastest_configs(tmp_path):
+    """At the timing turn an autotuner of 20 configs tries only those that were among the 8 fastest
+    at some key the checks tuned; the choice among them is made alone."""
+    script = tmp_path / "shortlist.py"
+    script.write_text(SHORTLIST)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TRITON_INTERPRET": "0"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    tried, best = out.stdout.split("\n")[:2]
+    shortlist = set(sorted(range(20), key=lambda b: (b * 7) % 20)[:8]) | set(range(8))
+    assert eval(tried) == sorted(shortlist) and len(shortlist) < 20  # noqa: S307 - our script's output
+    assert int(best) == max(shortlist)

@@ -245,6 +245,64 @@ class TuningBench:
         return do_bench(kernel_call, warmup=warmup, rep=rep, quantiles=quantiles)
 
 
+# At a timing turn an autotuner tunes again, alone, but only among the configs that came out
+# fastest when it tuned during the checks (next to other workers, on the short budget): the
+# SHORTLIST_CONFIGS fastest of each key it tuned there, together. Sharing the GPU slows every config
+# alike, more or less, so the fastest alone is among them; trying all again cost most of the
+# timing turns' first calls (matrix_vector_multip: 48 configs, 1.4 s per shape and side), and an
+# autotuner of 401 configs (int8_dequant_matmul) would spend seconds per shape inside its turn.
+# Both sides are treated alike; an autotuner of fewer configs tries them all.
+SHORTLIST_CONFIGS = 8
+_check_shortlists: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # autotuner -> config ids
+
+
+def _note_check_tuning(tuner: Any) -> None:
+    """After a check tuned `tuner` at a new key: remember that benchmark's fastest configs."""
+    timings = getattr(tuner, "configs_timings", None)
+    if not isinstance(timings, dict) or len(timings) <= SHORTLIST_CONFIGS:
+        return  # (a disk-cached tuning stores a list here: nothing to rank, all stay)
+
+    def median(value: Any) -> float:
+        value = value[0] if isinstance(value, (list, tuple)) and value else value
+        return value if isinstance(value, (int, float)) else float("inf")
+
+    fastest = sorted(timings, key=lambda config: median(timings[config]))[:SHORTLIST_CONFIGS]
+    _check_shortlists.setdefault(tuner, set()).update(id(config) for config in fastest)
+
+
+def shortlist_at_timing_turns() -> bool:
+    """Wrap `Autotuner.run` (to rank what checks tune) and `Autotuner.prune_configs` (to try only
+    the shortlist once `forget_tuning` set it, outside checks). False without Triton's autotuner."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return False
+    if getattr(Autotuner.run, "_kernelwright_ranks", False):
+        return True
+    original_run, original_prune = Autotuner.run, Autotuner.prune_configs
+
+    def run(self, *args, _run=original_run, **kwargs):
+        tuned = len(getattr(self, "cache", None) or ())
+        try:
+            return _run(self, *args, **kwargs)
+        finally:
+            if _checking[0] and len(getattr(self, "cache", None) or ()) > tuned:
+                _note_check_tuning(self)
+
+    def prune_configs(self, kwargs, *rest, _prune=original_prune):
+        configs = _prune(self, kwargs, *rest)
+        keep = getattr(self, "_kernelwright_shortlist", None)
+        if keep and not _checking[0]:
+            shortlisted = [config for config in configs if id(config) in keep]
+            if shortlisted:  # (configs made anew by an early prune are not ours to filter)
+                return shortlisted
+        return configs
+
+    run._kernelwright_ranks = True
+    Autotuner.run, Autotuner.prune_configs = run, prune_configs
+    return True
+
+
 class LaunchCounter:
     """Counts Triton kernel launches by wrapping the class-level `run` that every launch goes
     through (`kernel[grid](...)`, autotuners, heuristics; compiled and interpreted alike).
@@ -263,10 +321,17 @@ class LaunchCounter:
 
     def forget_tuning(self) -> int:
         """Drop every autotuner's chosen configs: the next call at each shape benchmarks its
-        configs again. Perf shapes are first run (compiled, autotuned) while other workers share
-        the GPU; the timed choice must come from a run with the GPU to itself."""
+        configs again (its shortlist from the checks, where it has one). Perf shapes are first run
+        (compiled, autotuned) while other workers share the GPU; the timed choice must come from a
+        run with the GPU to itself."""
         for tuner in list(self.autotuners):
             getattr(tuner, "cache", {}).clear()
+            keep = _check_shortlists.get(tuner)
+            if keep:
+                tuner._kernelwright_shortlist = keep
+                bench = getattr(tuner, "_do_bench", None)
+                if isinstance(bench, TuningBench):
+                    bench.n_configs = len(keep)  # the per-tuning budget spread over what is tried
         return len(self.autotuners)
 
     def tuned_configs(self) -> dict[str, str]:
@@ -373,6 +438,7 @@ class Harness:
         # Checks hold the GPU lock shared around their own GPU work only, never while compiling
         # (installed before any foreign code can define or bind a kernel).
         self.share = SharedHold(device, self._sync, self._tell_waited, self._may_synchronise)
+        shortlist_at_timing_turns()  # before compile_configs_in_parallel: what is compiled ahead is what is tried
         if self.is_gpu:
             release_during_compile(self.share)
             compile_configs_in_parallel(self.share.compiling, compile_threads_from_env())
