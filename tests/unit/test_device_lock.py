@@ -476,9 +476,9 @@ def test_nothing_is_let_go_inside_a_cuda_graph_capture(monkeypatch, tmp_path):
     assert seen == [False, True]
 
 
-def test_a_long_drain_names_the_readers_it_waits_for(monkeypatch, tmp_path):
-    """A timing turn that drains for long says which processes hold the GPU shared and what the
-    kernel says they are doing: a check waiting for a compiler shows it as a child process."""
+def _drain_reports(monkeypatch, tmp_path, exclusive: bool) -> tuple[list, float, int]:
+    """Another process holds the GPU lock (shared, waiting on a `sleep` child, or exclusive) for
+    1.5 s while this one takes it exclusively with a 0.3 s drain report: (reports, drained, its pid)."""
     import os
     import subprocess
     import sys
@@ -493,12 +493,12 @@ def test_a_long_drain_names_the_readers_it_waits_for(monkeypatch, tmp_path):
     monkeypatch.setattr(gpulock, "WRITER_PATIENCE_S", 0.0)
     monkeypatch.setattr(gpulock, "DRAIN_REPORT_S", 0.3)
     ready = tmp_path / "ready"
-    reader = subprocess.Popen([sys.executable, "-c", (
-        "import os, pathlib, subprocess, tempfile, sys\n"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import os, pathlib, subprocess, tempfile\n"
         f"tempfile.tempdir = {str(tmp_path)!r}\n"
         f"os.environ['CUDA_VISIBLE_DEVICES'] = {visible!r}\n"
         "from kernelwright.judge.gpulock import device_lock\n"
-        "with device_lock('cuda', exclusive=False):\n"
+        f"with device_lock('cuda', exclusive={exclusive}):\n"
         "    compiler = subprocess.Popen(['sleep', '1.5'])\n"
         f"    pathlib.Path({str(ready)!r}).touch()\n"
         "    compiler.wait()\n")])
@@ -510,46 +510,22 @@ def test_a_long_drain_names_the_readers_it_waits_for(monkeypatch, tmp_path):
         reports = []
         with device_lock("cuda", exclusive=True, on_long_drain=reports.append) as drained:
             pass
-        assert drained >= 0.3
-        assert len(reports) == 1 and len(reports[0]) == 1, reports
-        assert reports[0][0].startswith(f"pid {reader.pid} (") and "children: sleep" in reports[0][0], reports
+        return reports, drained, holder.pid
     finally:
-        reader.wait(30)
+        holder.wait(30)
+
+
+def test_a_long_drain_names_the_readers_it_waits_for(monkeypatch, tmp_path):
+    """A timing turn that drains for long says which processes hold the GPU shared and what the
+    kernel says they are doing: a check waiting for a compiler shows it as a child process."""
+    reports, drained, pid = _drain_reports(monkeypatch, tmp_path, exclusive=False)
+    assert drained >= 0.3
+    assert len(reports) == 1 and len(reports[0]) == 1, reports
+    assert reports[0][0].startswith(f"pid {pid} (") and "children: sleep" in reports[0][0], reports
 
 
 def test_a_drain_behind_another_timing_turn_says_so(monkeypatch, tmp_path):
     """A writer queued behind another worker's exclusive turn is not draining slow checks: the
     report names the holder as a timing turn."""
-    import os
-    import subprocess
-    import sys
-
-    from kernelwright.judge import gpulock
-
-    if not os.path.exists("/proc/locks"):
-        pytest.skip("no /proc/locks here")
-    visible = f"lock-test-{time.time_ns()}"
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr(gpulock, "WRITER_PATIENCE_S", 0.0)
-    monkeypatch.setattr(gpulock, "DRAIN_REPORT_S", 0.3)
-    ready = tmp_path / "ready"
-    timer = subprocess.Popen([sys.executable, "-c", (
-        "import os, pathlib, tempfile, time\n"
-        f"tempfile.tempdir = {str(tmp_path)!r}\n"
-        f"os.environ['CUDA_VISIBLE_DEVICES'] = {visible!r}\n"
-        "from kernelwright.judge.gpulock import device_lock\n"
-        "with device_lock('cuda', exclusive=True):\n"
-        f"    pathlib.Path({str(ready)!r}).touch()\n"
-        "    time.sleep(1.5)\n")])
-    try:
-        deadline = time.time() + 30
-        while not ready.exists() and time.time() < deadline:
-            time.sleep(0.02)
-        assert ready.exists()
-        reports = []
-        with device_lock("cuda", exclusive=True, on_long_drain=reports.append):
-            pass
-        assert len(reports) == 1 and reports[0][0].startswith(f"the timing turn of pid {timer.pid} ("), reports
-    finally:
-        timer.wait(30)
+    reports, _, pid = _drain_reports(monkeypatch, tmp_path, exclusive=True)
+    assert len(reports) == 1 and reports[0][0].startswith(f"the timing turn of pid {pid} ("), reports
