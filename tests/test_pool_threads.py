@@ -114,3 +114,44 @@ def test_closing_the_pool_mid_run_records_no_verdict_for_what_was_not_judged():
     assert all(v.passed for _, v in seen), [v.reason for _, v in seen]
     with pytest.raises(PoolClosed):
         pool.judge(TASK, good)
+
+
+def test_workers_start_side_by_side():
+    """Only starting the process goes through the spawner thread; the handshake (importing torch,
+    initialising the device) is awaited by whoever needs the worker. One after another, eight
+    workers took 34 s on the H200 before the last one judged anything."""
+    options = JudgeOptions(seeds=1, perf=False)
+    with JudgePool("cpu", workers=3, options=options) as pool:
+        mark = time.monotonic()
+        pool.start(wait=False)
+        spawned = time.monotonic() - mark
+        handles = [w for w in pool._workers if w is not None]
+        assert len(handles) == 3 and all(w.info is None for w in handles)
+        assert all(w.process.poll() is None for w in handles)
+        mark = time.monotonic()
+        pool.start()  # waits for the handshakes of the workers already starting
+        ready = time.monotonic() - mark
+        assert [w.process.pid for w in pool._workers] == [w.process.pid for w in handles], "workers restarted"
+        assert all(w.info for w in handles) and pool.device_info
+        # every process was started before any handshake was awaited: the start cost one
+        # worker's import, not three (a worker imports torch and Triton: seconds)
+        assert spawned < ready / 2, (spawned, ready)
+        assert pool.judge(TASK, CANDIDATES / "tiny_add" / "good.py").passed
+
+
+def test_a_pool_closed_while_its_workers_start_leaves_no_process():
+    """A usage error found after the workers were started (judge-suite loads the suite while they
+    start) closes the pool at once: a worker still importing torch is killed, not awaited."""
+    import os
+
+    pool = JudgePool("cpu", workers=2, options=JudgeOptions(seeds=1, perf=False)).start(wait=False)
+    pids = [w.process.pid for w in pool._workers]
+    mark = time.monotonic()
+    pool.close()
+    assert time.monotonic() - mark < 5
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"worker {pid} outlived its pool")

@@ -172,21 +172,29 @@ SHORTLIST = textwrap.dedent("""
     tried.clear()
     child._checking[0] = False
     counter.forget_tuning()          # the timing turn begins
-    k[(1,)](0, 4096)
+    k[(1,)](0, 4096)                 # a key the checks tuned: its own shortlist
+    print(sorted(set(tried)))
+    print(k.best_config.kwargs["B"])
+    tried.clear()
+    k[(1,)](0, 128)                  # a key they did not: every key's shortlist together
     print(sorted(set(tried)))
     print(k.best_config.kwargs["B"])
 """)
 
 
 def test_timing_turns_tune_again_among_the_checks_fastest_configs(tmp_path):
-    """At the timing turn an autotuner of 20 configs tries only those that were among the 8 fastest
-    at some key the checks tuned; the choice among them is made alone."""
+    """At the timing turn an autotuner of 20 configs tries, at a key the checks tuned, only the 8
+    fastest there; at another key, those that were among the 8 fastest at any key the checks
+    tuned. The choice among them is made alone."""
     script = tmp_path / "shortlist.py"
     script.write_text(SHORTLIST)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "TRITON_INTERPRET": "0"})
     assert out.returncode == 0, out.stderr[-3000:]
-    tried, best = out.stdout.split("\n")[:2]
-    shortlist = set(sorted(range(20), key=lambda b: (b * 7) % 20)[:8]) | set(range(8))
-    assert eval(tried) == sorted(shortlist) and len(shortlist) < 20  # noqa: S307 - our script's output
-    assert int(best) == max(shortlist)
+    tried, best, tried_new_key, best_new_key = out.stdout.split("\n")[:4]
+    at_4096 = set(sorted(range(20), key=lambda b: (b * 7) % 20)[:8])
+    assert eval(tried) == sorted(at_4096)  # noqa: S307 - our script's output
+    assert int(best) == max(at_4096)
+    union = at_4096 | set(range(8))
+    assert eval(tried_new_key) == sorted(union) and len(union) < 20  # noqa: S307
+    assert int(best_new_key) == max(union)

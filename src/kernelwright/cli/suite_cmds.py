@@ -66,21 +66,17 @@ def judge_suite_command(
     """
     from ..judge import DeviceUnavailable, JudgeOptions, JudgePool
     from ..metrics import format_table
-    from ..suites.runner import REFERENCE, ResultStore, SuiteUsageError, load_suite_tasks, plan, run_suite, summarize
+    from ..suites.runner import (REFERENCE, ResultStore, SuiteUsageError, check_suite_source, load_suite_tasks, plan,
+                                 run_suite, summarize)
 
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
     if candidates != REFERENCE and not Path(candidates).is_dir():
         raise usage_error(f"--candidates {candidates!r} is not a folder (or 'reference')")
     try:
-        suite_tasks, problems = load_suite_tasks(suite, path)
+        check_suite_source(suite, path)
     except SuiteUsageError as exc:
         raise usage_error(str(exc)) from None
-    only = {t.strip() for t in tasks.split(",")} if tasks else None
-    if only:
-        unknown = only - {t.name for t in suite_tasks}
-        if unknown:
-            raise usage_error(f"unknown task(s) in --tasks: {', '.join(sorted(unknown))}")
     label = "reference" if candidates == REFERENCE else Path(candidates).resolve().name
     out = out or Path("kernelwright-results") / f"{suite}-{label}.jsonl"
     if fresh and out.exists():
@@ -96,12 +92,27 @@ def judge_suite_command(
                            **{name: getattr(defaults, name) * timeout_scale
                               for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout")})
     err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line
-    for file, reason in problems:
-        err.print(f"[yellow]not a task:[/] {escape(file)}: {escape(reason)}")
     interrupted = False
     started = time.monotonic()
+    suite_tasks: list = []
+    problems: list[tuple[str, str]] = []
+    only: set[str] | None = None
     try:
         with JudgePool(device, options=options, workers_per_device=workers_per_device) as pool:
+            # The workers start (importing torch, initialising the GPU) while the suite loads:
+            # TritonBench-revised takes ~10 s to load, a worker ~5 s to start.
+            pool.start(wait=False)
+            try:
+                suite_tasks, problems = load_suite_tasks(suite, path)
+            except SuiteUsageError as exc:
+                raise usage_error(str(exc)) from None
+            only = {t.strip() for t in tasks.split(",")} if tasks else None
+            if only:
+                unknown = only - {t.name for t in suite_tasks}
+                if unknown:
+                    raise usage_error(f"unknown task(s) in --tasks: {', '.join(sorted(unknown))}")
+            for file, reason in problems:
+                err.print(f"[yellow]not a task:[/] {escape(file)}: {escape(reason)}")
             work = plan([t for t in suite_tasks if not only or t.name in only], candidates, store, pool.backend,
                         max_perf_cases=max_perf_cases)
             if work.already_done:

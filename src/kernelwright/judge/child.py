@@ -246,18 +246,36 @@ class TuningBench:
 
 
 # At a timing turn an autotuner tunes again, alone, but only among the configs that came out
-# fastest when it tuned during the checks (next to other workers, on the short budget): the
-# SHORTLIST_CONFIGS fastest of each key it tuned there, together. Sharing the GPU slows every config
-# alike, more or less, so the fastest alone is among them; trying all again cost most of the
-# timing turns' first calls (matrix_vector_multip: 48 configs, 1.4 s per shape and side), and an
-# autotuner of 401 configs (int8_dequant_matmul) would spend seconds per shape inside its turn.
-# Both sides are treated alike; an autotuner of fewer configs tries them all.
+# fastest when it tuned during the checks (next to other workers, on the short budget): at a key
+# the checks tuned (the perf-size checks tune at every timed shape), the SHORTLIST_CONFIGS fastest
+# there; at any other key, those of every key together. Sharing the GPU slows every config alike,
+# more or less, so the fastest alone is among them; trying all again cost most of the timing turns'
+# first calls (matrix_vector_multip: 48 configs, 1.4 s per shape and side), and an autotuner of 401
+# configs (int8_dequant_matmul) would spend seconds per shape inside its turn. Each key's own list
+# rather than the union of all keys: on the H200 the union still cost matrix_vector_multip 6 s of
+# its turn (TritonBench's turns spent 60 s in first calls). Both sides are treated alike; an
+# autotuner of fewer configs tries them all.
 SHORTLIST_CONFIGS = 8
-_check_shortlists: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # autotuner -> config ids
+# autotuner -> {key: ids of the fastest configs when the checks tuned at that key}
+_check_shortlists: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _note_check_tuning(tuner: Any) -> None:
-    """After a check tuned `tuner` at a new key: remember that benchmark's fastest configs."""
+def _autotune_key(tuner: Any, kwargs: dict) -> tuple | None:
+    """The cache key `Autotuner.run` computes for this call (Triton 3.x: the `key` arguments'
+    values, then every tensor argument's dtype), or None where it cannot be computed; then the
+    shortlist of every key together is used, which is only slower."""
+    try:
+        all_args = {**tuner.nargs, **kwargs}
+        args = {k: v for k, v in all_args.items() if k in tuner.arg_names}
+        key = [args[k] for k in tuner.keys if k in args]
+        key += [str(arg.dtype) for arg in args.values() if hasattr(arg, "dtype")]
+        return tuple(key)
+    except Exception:  # noqa: BLE001 - another Triton's autotuner: no per-key shortlist
+        return None
+
+
+def _note_check_tuning(tuner: Any, keys: list) -> None:
+    """After a check tuned `tuner` at new `keys`: remember that benchmark's fastest configs."""
     timings = getattr(tuner, "configs_timings", None)
     if not isinstance(timings, dict) or len(timings) <= SHORTLIST_CONFIGS:
         return  # (a disk-cached tuning stores a list here: nothing to rank, all stay)
@@ -266,8 +284,10 @@ def _note_check_tuning(tuner: Any) -> None:
         value = value[0] if isinstance(value, (list, tuple)) and value else value
         return value if isinstance(value, (int, float)) else float("inf")
 
-    fastest = sorted(timings, key=lambda config: median(timings[config]))[:SHORTLIST_CONFIGS]
-    _check_shortlists.setdefault(tuner, set()).update(id(config) for config in fastest)
+    fastest = {id(config) for config in sorted(timings, key=lambda config: median(timings[config]))[:SHORTLIST_CONFIGS]}
+    by_key = _check_shortlists.setdefault(tuner, {})
+    for key in keys:
+        by_key[key] = fastest
 
 
 def shortlist_at_timing_turns() -> bool:
@@ -284,19 +304,27 @@ def shortlist_at_timing_turns() -> bool:
     def run(self, *args, _run=original_run, **kwargs):
         if not _checking[0]:  # timed calls go through here: nothing added to them
             return _run(self, *args, **kwargs)
-        tuned = len(getattr(self, "cache", None) or ())
+        cache = getattr(self, "cache", None)
+        before = set(cache) if isinstance(cache, dict) else set()
         try:
             return _run(self, *args, **kwargs)
         finally:
-            if len(getattr(self, "cache", None) or ()) > tuned:
-                _note_check_tuning(self)
+            cache = getattr(self, "cache", None)
+            if isinstance(cache, dict) and len(cache) > len(before):
+                _note_check_tuning(self, [key for key in cache if key not in before])
 
     def prune_configs(self, kwargs, *rest, _prune=original_prune):
         configs = _prune(self, kwargs, *rest)
-        keep = getattr(self, "_kernelwright_shortlist", None)
-        if keep and not _checking[0]:
+        by_key = getattr(self, "_kernelwright_shortlist", None)
+        if by_key and not _checking[0]:
+            keep = by_key.get(_autotune_key(self, kwargs))
+            if keep is None:  # a key the checks did not tune: the fastest of every key they did
+                keep = set().union(*by_key.values())
             shortlisted = [config for config in configs if id(config) in keep]
             if shortlisted:  # (configs made anew by an early prune are not ours to filter)
+                bench = getattr(self, "_do_bench", None)
+                if isinstance(bench, TuningBench):
+                    bench.n_configs = len(shortlisted)  # the per-tuning budget spread over what is tried
                 return shortlisted
         return configs
 
@@ -328,12 +356,9 @@ class LaunchCounter:
         run with the GPU to itself."""
         for tuner in list(self.autotuners):
             getattr(tuner, "cache", {}).clear()
-            keep = _check_shortlists.get(tuner)
-            if keep:
-                tuner._kernelwright_shortlist = keep
-                bench = getattr(tuner, "_do_bench", None)
-                if isinstance(bench, TuningBench):
-                    bench.n_configs = len(keep)  # the per-tuning budget spread over what is tried
+            by_key = _check_shortlists.get(tuner)
+            if by_key:
+                tuner._kernelwright_shortlist = by_key
         return len(self.autotuners)
 
     def tuned_configs(self) -> dict[str, str]:

@@ -41,13 +41,30 @@ class SuiteUsageError(ValueError):
     """Bad suite name, missing checkout, bad candidates folder: what the user must fix."""
 
 
+def check_suite_source(suite: str, path: str | Path | None) -> None:
+    """Fail fast (SuiteUsageError) on an unknown suite or a path that is not its checkout,
+    without loading any task: loading a large suite takes seconds."""
+    if suite == "builtin":
+        return
+    if suite not in CHECKOUTS:
+        raise SuiteUsageError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
+    if path is None:
+        raise SuiteUsageError(f"--suite {suite} reads {CHECKOUTS[suite]}")
+    from . import geak, kernelbench, tritonbench_t
+
+    root_of = {"kernelbench": kernelbench.data_root, "tritonbench-t": tritonbench_t.checkout_root}
+    try:
+        root_of.get(suite, geak.checkout_root)(path)
+    except geak.SuiteError as exc:
+        raise SuiteUsageError(str(exc)) from None
+
+
 def load_suite_tasks(suite: str, path: str | Path | None) -> tuple[list[Task], list[tuple[str, str]]]:
     """(tasks, [(file, reason) for files that could not become tasks])."""
+    check_suite_source(suite, path)
     if suite == "builtin":
         return list_builtin_tasks(), []
     if suite in CHECKOUTS:
-        if path is None:
-            raise SuiteUsageError(f"--suite {suite} reads {CHECKOUTS[suite]}")
         from . import geak, kernelbench, tritonbench_t
 
         try:
