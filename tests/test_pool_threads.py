@@ -155,3 +155,29 @@ def test_a_pool_closed_while_its_workers_start_leaves_no_process():
         except ProcessLookupError:
             continue
         raise AssertionError(f"worker {pid} outlived its pool")
+
+
+def test_the_backend_is_detected_without_initialising_cuda(monkeypatch):
+    """judge-suite starts its pool while the suite loads, and loading runs test modules in forked
+    processes; `torch.cuda.is_available()` initialises the driver, after which no forked child can
+    use the GPU (on the H200 two ROCm tasks whose modules touch it at import were lost). The count
+    comes from `torch.cuda.device_count()`, which asks NVML."""
+    import pytest
+    import torch
+
+    from kernelwright.judge.pool import DeviceUnavailable, detect_backend
+
+    def initialises_the_driver():
+        raise AssertionError("torch.cuda.is_available() poisons fork()")
+
+    monkeypatch.setattr(torch.cuda, "is_available", initialises_the_driver)
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert detect_backend("auto") == ("cuda", 2)
+    assert detect_backend("cuda") == ("cuda", 2)
+    with pytest.raises(DeviceUnavailable, match="sees a cuda GPU"):
+        detect_backend("hip")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert detect_backend("auto")[0] == "cpu"
+    with pytest.raises(DeviceUnavailable, match="sees no GPU"):
+        detect_backend("cuda")

@@ -76,17 +76,22 @@ def detect_backend(device: str = "auto") -> tuple[str, int]:
         return "cpu", min(3, max(1, (os.cpu_count() or 2) - 1))
     import torch
 
-    available = torch.cuda.is_available()
+    # Counted through NVML (amd-smi on ROCm), which leaves this process able to fork children that
+    # use the GPU: `torch.cuda.is_available()` initialises the CUDA driver, after which a forked
+    # child cannot (judge-suite starts the pool while the suite loads, and loading runs some test
+    # modules in forked processes; two ROCm modules that touch the GPU at import were lost so).
+    # Where NVML is missing torch falls back to the driver's count.
+    count = torch.cuda.device_count()
     backend = "hip" if getattr(torch.version, "hip", None) else "cuda"
     if device == "auto":
-        if not available:
+        if count < 1:
             return detect_backend("cpu")
-        return backend, torch.cuda.device_count()
-    if not available or backend != device:
-        have = f"a {backend} GPU" if available else "no GPU"
+        return backend, count
+    if count < 1 or backend != device:
+        have = f"a {backend} GPU" if count > 0 else "no GPU"
         raise DeviceUnavailable(f"--device {device} requested, but this machine's torch sees {have}; "
                                 "use --device auto or --device cpu (Triton interpreter)")
-    return backend, torch.cuda.device_count()
+    return backend, count
 
 
 class PoolClosed(RuntimeError):
