@@ -71,9 +71,13 @@ def profile(records: list[dict]) -> dict:
             # perf cases whose calls wait for the GPU inside (recorded since the fourth session)
             host_sync = sum(1 for c in verdict.get("cases", []) if any(((c.get("timing") or {}).get("host_sync")
                                                                          or {}).values()))
+            # perf cases timed again because one side's blocks landed far apart (since the ninth
+            # session), and those whose blocks never agreed
+            again = sum(1 for c in verdict.get("cases", []) if (c.get("timing") or {}).get("timed_again"))
+            unsteady = sum(1 for c in verdict.get("cases", []) if (c.get("timing") or {}).get("unsteady"))
             speedups.append({"task": record["task"], "speedup": verdict["speedup"], "ci95": [low, high],
                              "covers_1": low is not None and low <= 1.0 <= high, "tuned_apart": apart,
-                             "host_sync": host_sync})
+                             "host_sync": host_sync, "timed_again": again, "unsteady": unsteady})
     deviations = [abs(s["speedup"] - 1.0) for s in speedups]
     finished = [r["finished_at"] for r in records if isinstance(r.get("finished_at"), (int, float))]
     return {
@@ -126,7 +130,10 @@ def main() -> None:
         for s in worst:
             apart = f"  autotuned apart in {s['tuned_apart']} perf case(s)" if s.get("tuned_apart") else ""
             sync = f"  host-synchronising in {s['host_sync']} perf case(s)" if s.get("host_sync") else ""
-            print(f"  {s['task']:40s} {s['speedup']:.4f}  CI [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]{apart}{sync}")
+            again = f"  timed again in {s['timed_again']} perf case(s)" if s.get("timed_again") else ""
+            unsteady = f", unsteady in {s['unsteady']}" if s.get("unsteady") else ""
+            print(f"  {s['task']:40s} {s['speedup']:.4f}  CI [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]"
+                  f"{apart}{sync}{again}{unsteady}")
 
 
 if __name__ == "__main__":

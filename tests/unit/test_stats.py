@@ -112,3 +112,11 @@ def test_aggregate_of_one_case_matches_the_case():
     t = case_timing(REF, CAND)
     agg = aggregate([t])
     assert agg.speedup == t.speedup and agg.geomean == pytest.approx(t.speedup)
+
+
+def test_block_spread_is_the_slowest_block_median_over_the_fastest():
+    from kernelwright.judge.stats import block_spread
+
+    assert block_spread([[1.0, 1.1, 0.9], [1.0, 1.0]]) == pytest.approx(1.0)
+    assert block_spread([[0.005, 0.005], [0.075, 0.076, 0.074], [0.005]]) == pytest.approx(15.0)
+    assert block_spread([]) == 1.0

@@ -56,3 +56,63 @@ def test_a_plausible_time_passes_and_a_host_synchronising_call_is_flagged_once()
     assert case.ok and case.roofline_ms is not None and case.speedup == pytest.approx(1.0)
     assert [f for f in verdict.flags if f.startswith("host-synchronising calls (candidate")]
     assert not time_one_case(ref_ms=1.0, cand_ms=1.0).flags
+
+
+class DisturbedChild(ScriptedChild):
+    """A side whose first `disturbed_rounds` rounds of blocks have one block 10x slow (something
+    else ran on the GPU meanwhile), or every round when `always`."""
+
+    def __init__(self, call_ms: float, disturbed_rounds: int, always: bool = False) -> None:
+        super().__init__(call_ms)
+        self.disturbed_rounds, self.always, self.blocks = disturbed_rounds, always, 0
+
+    def request(self, msg: dict, timeout: float, doing: str) -> dict:
+        reply = super().request(msg, timeout, doing)
+        if msg["op"] == "time_block":
+            self.blocks += 1
+            round_no = (self.blocks - 1) // 4
+            if (self.always or round_no < self.disturbed_rounds) and self.blocks % 4 == 2:
+                reply["times_ms"] = [10 * self.call_ms] * msg["n"]
+        return reply
+
+
+def time_disturbed_case(ref: ScriptedChild, cand: ScriptedChild) -> Verdict:
+    task = resolve_task("vector_add")
+    worker = Worker("cuda")
+    verdict = Verdict(task=task.name, candidate="c.py", stage="performance", call=True, correct=True,
+                      reason="", seeds=[1])
+    opts = dataclasses.asdict(JudgeOptions(perf_blocks=4))
+    pi = len(task.perf_cases) - 1
+    worker._time_case(task, ref, cand, verdict, opts, pi, {pi: 0.1}, 1 << 20, {"ref": 0, "cand": 0}, [],
+                      spec_for("NVIDIA H200"))
+    return verdict
+
+
+def test_a_disturbed_round_of_blocks_is_timed_again():
+    """One block of the reference 10x slow (on the H200: a 5 us kernel measured 75 us in three of
+    four blocks, and a reference came out 3x faster than itself): the case is timed again and the
+    round whose blocks agree is kept."""
+    verdict = time_disturbed_case(DisturbedChild(1.0, disturbed_rounds=1), ScriptedChild(1.0))
+    (case,) = verdict.cases
+    assert case.timing["timed_again"] == 1 and case.timing["unsteady"] == []
+    assert case.timing["ref_block_ms"] == [1.0] * 4 and case.speedup == pytest.approx(1.0)
+    assert not verdict.flags
+
+
+def test_blocks_that_never_agree_are_flagged_after_the_last_round():
+    cand = DisturbedChild(1.0, disturbed_rounds=0, always=True)
+    verdict = time_disturbed_case(ScriptedChild(1.0), cand)
+    (case,) = verdict.cases
+    assert case.timing["timed_again"] == 2 and case.timing["unsteady"] == ["candidate"]
+    assert cand.blocks == 12  # three rounds of four blocks, no more
+    assert [f for f in verdict.flags if f.startswith("unsteady timing (candidate, first at perf case")]
+
+
+def test_steady_blocks_and_host_synchronising_calls_are_not_timed_again():
+    steady = time_disturbed_case(ScriptedChild(1.0), ScriptedChild(1.01))
+    assert steady.cases[0].timing["timed_again"] == 0
+    host_waits = DisturbedChild(1.0, disturbed_rounds=0, always=True)
+    host_waits.host_sync = True  # its time varies with the host's load by nature: flagged as such
+    verdict = time_disturbed_case(ScriptedChild(1.0), host_waits)
+    assert verdict.cases[0].timing["timed_again"] == 0 and host_waits.blocks == 4
+    assert not [f for f in verdict.flags if f.startswith("unsteady")]

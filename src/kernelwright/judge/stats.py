@@ -34,6 +34,15 @@ class CaseTiming:
         }
 
 
+def block_spread(blocks: list[list[float]]) -> float:
+    """Slowest block median over fastest: how far apart one side's blocks of a case landed."""
+    medians = [float(np.median(b)) for b in blocks if len(b)]
+    if not medians:
+        return 1.0
+    low = min(medians)
+    return max(medians) / low if low > 0 else float("inf")
+
+
 def _rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)  # fixed: the interval of given data is reproducible
 
