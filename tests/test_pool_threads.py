@@ -181,3 +181,17 @@ def test_the_backend_is_detected_without_initialising_cuda(monkeypatch):
     assert detect_backend("auto")[0] == "cpu"
     with pytest.raises(DeviceUnavailable, match="sees no GPU"):
         detect_backend("cuda")
+
+
+def test_workers_per_gpu_default_to_one_per_two_cores_of_its_share(monkeypatch):
+    from kernelwright.judge import pool as pool_module
+
+    monkeypatch.setattr(pool_module.os, "cpu_count", lambda: 16)
+    assert pool_module.default_workers_per_device(1) == 8     # one H200, 16 cores: the suites' setting
+    assert pool_module.default_workers_per_device(2) == 4
+    monkeypatch.setattr(pool_module.os, "cpu_count", lambda: 128)
+    assert pool_module.default_workers_per_device(8) == 8     # capped
+    monkeypatch.setattr(pool_module.os, "cpu_count", lambda: 2)
+    assert pool_module.default_workers_per_device(4) == 1     # never none
+    monkeypatch.setattr(pool_module.os, "cpu_count", lambda: None)
+    assert pool_module.default_workers_per_device(1) == 1

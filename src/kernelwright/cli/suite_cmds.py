@@ -44,8 +44,9 @@ def judge_suite_command(
                                             "file resumes. Default: kernelwright-results/<suite>-<candidates>.jsonl"),
     as_json: bool = typer.Option(False, "--json", help="Print the metrics and per-task results as JSON."),
     device: str = typer.Option("auto", help="auto | cpu | cuda | hip"),
-    workers_per_device: int = typer.Option(2, min=1, max=16,
-                                           help="Candidates checked at once per GPU (timing stays exclusive)."),
+    workers_per_device: Optional[int] = typer.Option(
+        None, min=1, max=16, help="Candidates checked at once per GPU (timing stays exclusive). "
+                                  "Default: one per two CPU cores of each GPU's share, at most 8."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task names to judge (default: all)."),
     perf: Optional[bool] = typer.Option(None, "--perf/--no-perf", help="Measure speed (default: on GPUs)."),
     timing: str = typer.Option("quick", help="Timing profile: quick (4 blocks of 10 ms) or standard (10 of 40 ms)."),
@@ -83,11 +84,7 @@ def judge_suite_command(
         out.unlink()
     store = ResultStore(out)
     defaults = JudgeOptions()
-    # With other workers on the GPU between timing turns (and compiling on the CPU during them),
-    # two processes timing the same kernel differ more than on a quiet machine: intervals carry
-    # the systematic term measured by reference-against-itself suite runs (docs/benchmarks.md).
-    resolution = SHARED_GPU_RESOLUTION if workers_per_device > 1 else defaults.resolution
-    options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases, resolution=resolution,
+    options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases,
                            **TIMING_PROFILES[timing],
                            **{name: getattr(defaults, name) * timeout_scale
                               for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout")})
@@ -99,6 +96,12 @@ def judge_suite_command(
     only: set[str] | None = None
     try:
         with JudgePool(device, options=options, workers_per_device=workers_per_device) as pool:
+            # With other workers on the GPU between timing turns (and compiling on the CPU during
+            # them), two processes timing the same kernel differ more than on a quiet machine:
+            # intervals carry the systematic term measured by reference-against-itself suite runs
+            # (docs/benchmarks.md). Set before any request is sent: every one reads these options.
+            if pool.n_workers > pool.n_devices:
+                options.resolution = SHARED_GPU_RESOLUTION
             # The workers start (importing torch, initialising the GPU) while the suite loads:
             # TritonBench-revised takes ~10 s to load, a worker ~5 s to start.
             pool.start(wait=False)
