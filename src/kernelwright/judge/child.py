@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, NoReturn
 
 from . import procs, wire
+from .envknobs import env_numbers
 from .gpulock import SharedHold, release_during_compile, yield_at_launches
 from .precompile import compile_configs_in_parallel, compile_threads_from_env
 
@@ -184,15 +185,8 @@ def flatten_outputs(value: Any, torch) -> list:
 def _tuning_ms_from_env() -> tuple[float, float]:
     """KERNELWRIGHT_TUNING_MS="WARMUP,REP" (milliseconds per config at timing turns; default 3,12):
     for measuring what another budget costs in agreement between two runs of the same code."""
-    raw = os.environ.get("KERNELWRIGHT_TUNING_MS", "")
-    if not raw:
-        return 3.0, 12.0
-    try:
-        warmup, rep = (float(part) for part in raw.split(","))
-    except ValueError:
-        warmup = rep = -1.0
-    if not (0 < warmup <= 1000 and 0 < rep <= 1000):
-        raise ValueError(f"KERNELWRIGHT_TUNING_MS must be WARMUP,REP in milliseconds (e.g. 3,12), got {raw!r}")
+    warmup, rep = env_numbers("KERNELWRIGHT_TUNING_MS", (3.0, 12.0), 0.0, 1000.0, low_open=True,
+                              meaning=" (WARMUP,REP in milliseconds)")
     return warmup, rep
 
 

@@ -24,16 +24,11 @@ import threading
 import time
 from typing import Any, Callable
 
+from .envknobs import env_numbers
+
 
 def _writer_patience() -> float:
-    raw = os.environ.get("KERNELWRIGHT_WRITER_PATIENCE_S", "")
-    try:
-        value = float(raw) if raw else 2.0
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 600.0:
-        raise ValueError(f"KERNELWRIGHT_WRITER_PATIENCE_S must be seconds between 0 and 600, got {raw!r}")
-    return value
+    return env_numbers("KERNELWRIGHT_WRITER_PATIENCE_S", (2.0,), 0.0, 600.0, meaning=" seconds")[0]
 
 
 # How long a timing turn waits for a moment with no check in flight before it closes the turnstile.

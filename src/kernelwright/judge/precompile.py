@@ -21,22 +21,15 @@ import contextlib
 import os
 from typing import Any, Callable, ContextManager
 
+from .envknobs import env_numbers
+
 # Threads per process. Workers' processes compile at the same time as each other, so one
 # process does not take every core; KERNELWRIGHT_COMPILE_THREADS=1 turns this off.
 DEFAULT_THREADS = max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
 def compile_threads_from_env() -> int:
-    raw = os.environ.get("KERNELWRIGHT_COMPILE_THREADS", "")
-    if not raw:
-        return DEFAULT_THREADS
-    try:
-        threads = int(raw)
-    except ValueError:
-        threads = 0
-    if not 1 <= threads <= 256:
-        raise ValueError(f"KERNELWRIGHT_COMPILE_THREADS must be a whole number from 1 to 256, got {raw!r}")
-    return threads
+    return int(env_numbers("KERNELWRIGHT_COMPILE_THREADS", (DEFAULT_THREADS,), 1, 256, whole=True)[0])
 
 
 def compile_configs_in_parallel(released: Callable[[], ContextManager], threads: int) -> bool:
