@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything the GPU acceptance needs, in one device call (device time is scarce):
-#   bash benchmarks/run_on_device.sh [tests|cli|throughput|suites|hang|precision|all]...
+#   bash benchmarks/run_on_device.sh [tests|cli|throughput|suites|hang|precision|disturbance|all]...
 #   suites: SUITES="tb rocm builtin" picks suites, TB_LIMIT/ROCM_LIMIT/BUILTIN_LIMIT cap seconds,
 #           WPD sets workers per GPU, TIMEOUT_SCALE scales the judge timeouts (default 1: the product defaults;
 #           0.3 made three slow TritonBench references time out), SUITE_FLAGS adds judge-suite flags.
@@ -45,6 +45,10 @@ for step in $steps; do
       timeout 200 python3 -m kernelwright judge-suite --suite tritonbench-revised --path .geak/GEAK-eval \
         --candidates reference --tasks chunk_retention_ops --timeout-scale 0.3 --out "$OUT/hang.jsonl" > "$OUT/hang.log" 2>&1
       python3 -c 'import json,sys; [print((v["detail"] + v.get("log_tail", ""))[-3000:]) for v in (json.loads(l)["verdict"] for l in open(sys.argv[1]))]' "$OUT/hang.jsonl" ;;
+    disturbance)
+      # What disturbs a timing turn (a tiny kernel timed in blocks while other processes create CUDA
+      # contexts, compile, or launch kernels): the suspects behind the ninth session's unsteady blocks.
+      timeout 150 python3 benchmarks/disturbance.py --seconds 20 --out "$OUT/disturbance.json" 2>&1 | tail -8 ;;
     precision|all)
       timeout 250 python3 benchmarks/timing_precision.py --blocks 10 --repeats 2 --out "$OUT/precision.json" 2>&1 | tail -40 ;;
   esac
