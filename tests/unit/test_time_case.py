@@ -116,3 +116,38 @@ def test_steady_blocks_and_host_synchronising_calls_are_not_timed_again():
     verdict = time_disturbed_case(ScriptedChild(1.0), host_waits)
     assert verdict.cases[0].timing["timed_again"] == 0 and host_waits.blocks == 4
     assert not [f for f in verdict.flags if f.startswith("unsteady")]
+
+
+class GapChild(ScriptedChild):
+    """Answers escape-gap readings from a list (then its last value): late wake-ups for a while,
+    or late every time (work hidden on a side stream)."""
+
+    def __init__(self, call_ms: float, gaps: list[float]) -> None:
+        super().__init__(call_ms)
+        self.gaps, self.asked = list(gaps), 0
+
+    def request(self, msg: dict, timeout: float, doing: str) -> dict:
+        reply = super().request(msg, timeout, doing)
+        if msg["op"] in ("perf_prepare", "gaps"):
+            self.asked += msg["op"] == "gaps"
+            reply["gap_ms"] = self.gaps.pop(0) if len(self.gaps) > 1 else self.gaps[0]
+        return reply
+
+
+def test_a_late_wake_up_is_measured_again_until_it_shows_as_jitter():
+    """A short call late by 0.1 ms on its first six readings (other workers compiling, the host
+    wakes up late from its synchronise) passes: hidden work would be late every time."""
+    ref, cand = GapChild(0.2, [0.010]), GapChild(0.2, [0.110] * 6 + [0.011])
+    verdict = time_disturbed_case(ref, cand)
+    assert verdict.cases[0].ok and cand.asked == 6
+
+
+def test_work_late_every_time_fails_after_every_try():
+    ref, cand = GapChild(0.2, [0.010]), GapChild(0.2, [0.110])  # the limit: 0.015 ms + 25% of 0.2 ms
+    with pytest.raises(CaseFailed, match=r"work kept running 0\.100 ms .* least of 45 readings .*escaping the timer"):
+        time_disturbed_case(ref, cand)
+    assert cand.asked == 8
+    slow_ref, slow_cand = GapChild(2.0, [0.010]), GapChild(2.0, [0.9])  # calls of 2 ms: fewer tries
+    with pytest.raises(CaseFailed, match="least of 20 readings"):
+        time_disturbed_case(slow_ref, slow_cand)
+    assert slow_cand.asked == 3

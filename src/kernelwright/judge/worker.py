@@ -39,6 +39,10 @@ MAX_REPLY_BYTES = 4 << 30
 # disturbed ones were 2.9-15x apart.
 BLOCK_SPREAD_LIMIT = 1.5
 RETIME_ROUNDS = 2
+# How many times a late escape gap (device work after the timed stream) is measured again on both
+# sides, interleaved, before it fails a case: work hidden on a side stream is late every time, a
+# host that wakes up late from a synchronise (other workers compiling) is not.
+GAP_TRIES, GAP_TRIES_SHORT = 3, 8
 # KERNELWRIGHT_TRACE=1: one line per judged item on stderr, so a slow task shows where its time
 # goes before its verdict exists (a run cut short by a time limit leaves no stage_seconds).
 TRACE = os.environ.get("KERNELWRIGHT_TRACE", "") not in ("", "0")
@@ -1019,7 +1023,11 @@ class Worker:
         # the candidate's timed events did not cover.
         gap_limit = opts["escape_ms"] + 0.25 * cand_prep["est_ms"]
         ref_gap, cand_gap = ref_prep["gap_ms"], cand_prep["gap_ms"]
-        for _ in range(3):
+        # Short calls get more tries: a try costs milliseconds there, and a late wake-up (tens of
+        # microseconds) is the size of their limit (fused_recurrent_retention, against itself, failed
+        # at 0.026 and 0.036 ms excess in two H200 suite runs with 3 tries; it passed in earlier runs).
+        tries = GAP_TRIES_SHORT if max(ref_prep["est_ms"], cand_prep["est_ms"]) < 1.0 else GAP_TRIES
+        for _ in range(tries):
             if cand_gap - ref_gap <= gap_limit:
                 break
             # The gap ends when the host wakes from a sync: under CPU load (other workers compiling)
@@ -1029,8 +1037,10 @@ class Worker:
             cand_gap = min(cand_gap, self._ask(cand, {"op": "gaps", "n": 5}, timeout, label, stage)["gap_ms"])
         gap_excess = cand_gap - ref_gap
         if gap_excess > gap_limit:
-            raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed "
-                             "stream finished (side streams or threads escaping the timer)")
+            readings = (2 if cand_prep.get("slow") else 5) + 5 * tries
+            raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed stream "
+                             f"finished, the least of {readings} readings on each side (side streams or threads "
+                             "escaping the timer)")
         child_s = {f"{who}_{k}": v for who, prep in (("ref", ref_prep), ("cand", cand_prep))
                    for k, v in prep.get("phase_s", {}).items()}
 
