@@ -9,9 +9,13 @@ In TritonBench A/A runs on the H200, 5 of 3,239 perf-case sides had one to three
   contexts  processes that start, create a CUDA context (as every judge child does when forked,
             without holding the GPU lock) and exit, two at a time
   compile   processes compiling Triton kernels on every core (CPU only)
+  copies    a process copying 256 MiB from the GPU to the host in a loop (before the ninth session's
+            fix, a child encoded a test item's outputs this way after letting go of the lock)
+  frees     a process allocating 4 GiB and giving it back to the driver (empty_cache) in a loop
+            (before the same fix, children did this after letting go of the lock)
   kernels   a process launching kernels continuously (what the lock is for: the control)
 
-usage: python benchmarks/disturbance.py [--seconds 20] [--modes idle contexts compile kernels] [--out FILE]
+usage: python benchmarks/disturbance.py [--seconds 15] [--modes idle contexts ...] [--out FILE]
 Needs a GPU; prints one line per mode and writes the block medians as JSON with --out.
 """
 
@@ -32,6 +36,11 @@ CALLS_PER_BLOCK = 34
 CONTEXT = "import torch; torch.cuda.init(); torch.empty(1, device='cuda'); torch.cuda.synchronize()"
 KERNELS = ("import torch, time\nx = torch.randn(1 << 22, device='cuda')\nend = time.time() + {seconds}\n"
            "while time.time() < end:\n    x.mul_(1.0000001)\n    torch.cuda.synchronize()\n")
+COPIES = ("import torch, time\nx = torch.randn(1 << 26, device='cuda')\nend = time.time() + {seconds}\n"
+          "while time.time() < end:\n    x.cpu()\n")
+FREES = ("import torch, time\nend = time.time() + {seconds}\n"
+         "while time.time() < end:\n    x = torch.empty(1 << 32, dtype=torch.uint8, device='cuda')\n"
+         "    del x\n    torch.cuda.empty_cache()\n")  # no kernel touches it: mapping and unmapping only
 COMPILE = """
 import os, time, triton, triton.language as tl
 from triton.backends.compiler import GPUTarget
@@ -53,8 +62,9 @@ while time.time() < end:
 
 def disturber(mode: str, seconds: float) -> list[subprocess.Popen]:
     env = dict(os.environ, TRITON_CACHE_DIR=f"/tmp/kw-disturbance-{os.getpid()}")
-    if mode == "kernels":
-        return [subprocess.Popen([sys.executable, "-c", KERNELS.format(seconds=seconds)])]
+    if mode in ("kernels", "copies", "frees"):
+        script = {"kernels": KERNELS, "copies": COPIES, "frees": FREES}[mode]
+        return [subprocess.Popen([sys.executable, "-c", script.format(seconds=seconds)])]
     if mode == "compile":
         return [subprocess.Popen([sys.executable, "-c", COMPILE.format(seconds=seconds)], env=env)
                 for _ in range(os.cpu_count() or 2)]
@@ -91,9 +101,9 @@ def time_blocks(seconds: float) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=20.0, help="per mode")
-    parser.add_argument("--modes", nargs="+", default=["idle", "contexts", "compile", "kernels"],
-                        choices=["idle", "contexts", "compile", "kernels"])
+    parser.add_argument("--seconds", type=float, default=15.0, help="per mode")
+    modes = ["idle", "contexts", "compile", "copies", "frees", "kernels"]
+    parser.add_argument("--modes", nargs="+", default=modes, choices=modes)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     import torch

@@ -47,8 +47,9 @@ for step in $steps; do
       python3 -c 'import json,sys; [print((v["detail"] + v.get("log_tail", ""))[-3000:]) for v in (json.loads(l)["verdict"] for l in open(sys.argv[1]))]' "$OUT/hang.jsonl" ;;
     disturbance)
       # What disturbs a timing turn (a tiny kernel timed in blocks while other processes create CUDA
-      # contexts, compile, or launch kernels): the suspects behind the ninth session's unsteady blocks.
-      timeout 150 python3 benchmarks/disturbance.py --seconds 20 --out "$OUT/disturbance.json" 2>&1 | tail -8 ;;
+      # contexts, compile, copy off the GPU, free memory, or launch kernels): the suspects behind the ninth
+      # session's unsteady blocks.
+      timeout 170 python3 benchmarks/disturbance.py --seconds 15 --out "$OUT/disturbance.json" 2>&1 | tail -8 ;;
     precision|all)
       timeout 250 python3 benchmarks/timing_precision.py --blocks 10 --repeats 2 --out "$OUT/precision.json" 2>&1 | tail -40 ;;
   esac

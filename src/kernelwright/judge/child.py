@@ -645,19 +645,24 @@ class Harness:
     # -- correctness -------------------------------------------------------------------------
     def op_run(self, msg: dict) -> None:
         """Run each item (case, seed) and stream one reply per item."""
-        for item in msg["items"]:
+        items = msg["items"]
+        for k, item in enumerate(items):
             self.share.doing = f"{self.role} test case {item['case']}" + (" with probes" if item.get("probe") else "")
             with self.share.hold(bool(msg.get("gpu_lock"))):
                 if self.role == "candidate":
                     reply = self._run_candidate_item(item)
                 else:
                     reply = self._run_reference_item(item)
-            reply_ok = bool(reply.get("ok"))
-            self.send(reply)
+                reply_ok = bool(reply.get("ok"))
+                if not reply_ok or k == len(items) - 1:
+                    self._release_cached_memory()
+                # Inside the hold: encoding copies the outputs off the GPU (and may launch a kernel
+                # for a strided one), which must not run inside another worker's timing turn; `send`
+                # lets go of the lock before it writes to the pipe.
+                self.send(reply)
             del reply
             if not reply_ok:
                 break  # the worker stops at the first failure
-        self._release_cached_memory()
 
     def _run_reference_item(self, item: dict) -> dict:
         try:
@@ -691,7 +696,10 @@ class Harness:
 
     def _release_cached_memory(self) -> None:
         """Give the allocator's cached blocks back to the driver after work at a new size: an idle
-        process holding gigabytes would make another worker's large shape run out of memory."""
+        process holding gigabytes would make another worker's large shape run out of memory.
+        Called under the GPU lock (shared, or the worker's exclusive turn): unmapping device
+        memory is GPU work like any other, and one suspect for blocks of a timing turn measured
+        several times slower than the rest (docs/benchmarks.md, ninth session)."""
         if self.is_gpu:
             self.torch.cuda.empty_cache()
 
@@ -904,9 +912,11 @@ class Harness:
             if self.role != "candidate":
                 reply["native_meta"] = native_meta or metas
             del outputs, args
+            # Before the reply lets go of the lock: freeing gigabytes unmaps device memory, which
+            # must not happen inside another worker's timing turn.
+            self._release_cached_memory()
             self.send(reply)
             del reply
-            self._release_cached_memory()
         except BaseException as exc:  # noqa: BLE001
             if self.role == "reference" and _is_skip(exc):
                 self.send({"op": "spot", "ok": True, "skipped": str(exc)[:300]})
