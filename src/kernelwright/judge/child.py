@@ -477,11 +477,15 @@ class Harness:
         """Reply to the worker. The GPU lock is let go first (after encoding: that copies outputs
         off the device): blocking on the pipe while holding it could deadlock against a timing
         turn the worker is waiting for."""
-        if isinstance(obj, dict) and self.share.enabled:
-            obj["gpu_lock_s"] = self.share.take_stats()
-        data = wire.encode(obj)
+        data = self._encode(obj)
         self.share.release()
         self.conn.send_bytes(data)
+
+    def _encode(self, obj: Any) -> bytes:
+        """A reply as bytes, its tensors copied off the device (GPU work: done under the lock)."""
+        if isinstance(obj, dict) and self.share.enabled:
+            obj["gpu_lock_s"] = self.share.take_stats()
+        return wire.encode(obj)
 
     def _tell_waited(self, state: str) -> None:
         """The worker's timeouts measure work: it is told when this process queues for the GPU
@@ -654,13 +658,15 @@ class Harness:
                 else:
                     reply = self._run_reference_item(item)
                 reply_ok = bool(reply.get("ok"))
+                # Inside the hold: encoding copies the outputs off the GPU (and may launch a kernel
+                # for a strided one), and returning the cache to the driver unmaps memory; neither
+                # may run inside another worker's timing turn. The pipe is written after letting go.
+                data = self._encode(reply)
+                del reply
                 if not reply_ok or k == len(items) - 1:
                     self._release_cached_memory()
-                # Inside the hold: encoding copies the outputs off the GPU (and may launch a kernel
-                # for a strided one), which must not run inside another worker's timing turn; `send`
-                # lets go of the lock before it writes to the pipe.
-                self.send(reply)
-            del reply
+            self.conn.send_bytes(data)
+            del data
             if not reply_ok:
                 break  # the worker stops at the first failure
 
