@@ -33,16 +33,21 @@ class ScriptedChild:
         return {"ok": True}
 
 
-def time_one_case(ref_ms: float, cand_ms: float, host_sync: bool = False) -> Verdict:
+def time_case_with(ref: ScriptedChild, cand: ScriptedChild, blocks: int = 2) -> Verdict:
+    """The worker's timing of vector_add's largest perf case against these two children."""
     task = resolve_task("vector_add")
     worker = Worker("cuda")
     verdict = Verdict(task=task.name, candidate="c.py", stage="performance", call=True, correct=True,
                       reason="", seeds=[1])
-    opts = dataclasses.asdict(JudgeOptions(perf_blocks=2))
+    opts = dataclasses.asdict(JudgeOptions(perf_blocks=blocks))
     pi = len(task.perf_cases) - 1
-    worker._time_case(task, ScriptedChild(ref_ms), ScriptedChild(cand_ms, host_sync), verdict, opts, pi,
-                      {pi: 0.1}, 1 << 20, {"ref": 0, "cand": 0}, [], spec_for("NVIDIA H200"))
+    worker._time_case(task, ref, cand, verdict, opts, pi, {pi: 0.1}, 1 << 20, {"ref": 0, "cand": 0}, [],
+                      spec_for("NVIDIA H200"))
     return verdict
+
+
+def time_one_case(ref_ms: float, cand_ms: float, host_sync: bool = False) -> Verdict:
+    return time_case_with(ScriptedChild(ref_ms), ScriptedChild(cand_ms, host_sync))
 
 
 def test_a_time_below_the_roofline_fails_the_case():
@@ -77,15 +82,7 @@ class DisturbedChild(ScriptedChild):
 
 
 def time_disturbed_case(ref: ScriptedChild, cand: ScriptedChild) -> Verdict:
-    task = resolve_task("vector_add")
-    worker = Worker("cuda")
-    verdict = Verdict(task=task.name, candidate="c.py", stage="performance", call=True, correct=True,
-                      reason="", seeds=[1])
-    opts = dataclasses.asdict(JudgeOptions(perf_blocks=4))
-    pi = len(task.perf_cases) - 1
-    worker._time_case(task, ref, cand, verdict, opts, pi, {pi: 0.1}, 1 << 20, {"ref": 0, "cand": 0}, [],
-                      spec_for("NVIDIA H200"))
-    return verdict
+    return time_case_with(ref, cand, blocks=4)  # DisturbedChild counts rounds of four blocks
 
 
 def test_a_disturbed_round_of_blocks_is_timed_again():
