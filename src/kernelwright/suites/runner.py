@@ -61,21 +61,19 @@ def check_suite_source(suite: str, path: str | Path | None) -> None:
 
 def load_suite_tasks(suite: str, path: str | Path | None) -> tuple[list[Task], list[tuple[str, str]]]:
     """(tasks, [(file, reason) for files that could not become tasks])."""
-    check_suite_source(suite, path)
+    check_suite_source(suite, path)  # a known suite, and for a checkout suite, its checkout
     if suite == "builtin":
         return list_builtin_tasks(), []
-    if suite in CHECKOUTS:
-        from . import geak, kernelbench, tritonbench_t
+    from . import geak, kernelbench, tritonbench_t
 
-        try:
-            if suite == "kernelbench":
-                return kernelbench.load_suite(path)
-            if suite == "tritonbench-t":
-                return tritonbench_t.load_suite(path)
-            return geak.load_suite(suite, path)
-        except geak.SuiteError as exc:
-            raise SuiteUsageError(str(exc)) from None
-    raise SuiteUsageError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
+    try:
+        if suite == "kernelbench":
+            return kernelbench.load_suite(path)
+        if suite == "tritonbench-t":
+            return tritonbench_t.load_suite(path)
+        return geak.load_suite(suite, path)
+    except geak.SuiteError as exc:
+        raise SuiteUsageError(str(exc)) from None
 
 
 def candidate_for(task: Task, candidates: str) -> Path | None:
