@@ -7,7 +7,7 @@
 # Environment passed through to the judge: KERNELWRIGHT_TRACE=1 (a line per item, perf-size check,
 # timing turn and verdict, with each task's longest shared hold), KERNELWRIGHT_NO_NUDGE=1 (no nudges
 # for checks that run Python long without a launch), KERNELWRIGHT_WRITER_PATIENCE_S=S (how long a
-# timing turn waits for a free moment before closing the turnstile; default 2),
+# timing turn waits for a free moment before closing the turnstile; default 0.5),
 # KERNELWRIGHT_TUNING_MS=W,R (autotuning budget per config at timing turns; default 3,12).
 # Logs and JSON land in $OUT (or ./out when run elsewhere).
 set -u

@@ -68,3 +68,42 @@ def test_inside_the_workers_own_turn_nothing_is_taken():
     events: list = []
     harness(events, [True]).op_run({"items": [{"case": 0}], "gpu_lock": False})
     assert events == ["encode (NOT HELD)", "empty_cache (NOT HELD)", "write"]
+
+
+def test_a_gpu_fault_that_breaks_the_cache_release_still_sends_the_reply():
+    """After an illegal memory access the CUDA context is gone and `empty_cache` raises; the
+    failed item's reply (which says what faulted) must still reach the worker. Raising there made
+    the child exit with status 70 and the verdict lost the reason (H200, eleventh session)."""
+    events: list = []
+    h = harness(events, [False])
+
+    def broken_cache():
+        events.append("empty_cache raised")
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    h.torch = SimpleNamespace(cuda=SimpleNamespace(empty_cache=broken_cache))
+    h.op_run({"items": [{"case": 0}], "gpu_lock": True})
+    assert events == ["acquire", "encode (held)", "empty_cache raised", "release", "write"]
+
+
+def test_a_fault_surfacing_while_encoding_becomes_an_error_reply():
+    """Copying the outputs off the GPU is where an asynchronous fault may surface: the item is
+    then reported as failed (with the error) rather than killing the process without a reply."""
+    events: list = []
+    sent: list = []
+    h = harness(events, [True, True])
+    encoded: list = []
+
+    def encode(obj):
+        encoded.append(obj)
+        if obj.get("ok"):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return b"error reply"
+
+    h._encode = encode
+    h.conn = SimpleNamespace(send_bytes=sent.append)
+    h.op_run({"items": [{"case": 0}, {"case": 1}], "gpu_lock": True})
+    assert sent == [b"error reply"]  # and the second item was not run
+    error = encoded[-1]
+    assert error["ok"] is False and "illegal memory access" in error["error"]
+    assert error.get("reference_failed") is True  # the harness plays the reference

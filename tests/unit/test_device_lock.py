@@ -405,9 +405,9 @@ def test_writer_patience_comes_from_the_environment_and_bad_values_say_so(monkey
     from kernelwright.judge import gpulock
 
     monkeypatch.delenv("KERNELWRIGHT_WRITER_PATIENCE_S", raising=False)
-    assert gpulock._writer_patience() == 2.0
-    monkeypatch.setenv("KERNELWRIGHT_WRITER_PATIENCE_S", "0.5")
     assert gpulock._writer_patience() == 0.5
+    monkeypatch.setenv("KERNELWRIGHT_WRITER_PATIENCE_S", "2")
+    assert gpulock._writer_patience() == 2.0
     for bad in ("soon", "-1", "1e9"):
         monkeypatch.setenv("KERNELWRIGHT_WRITER_PATIENCE_S", bad)
         with pytest.raises(ValueError, match="KERNELWRIGHT_WRITER_PATIENCE_S"):

@@ -661,7 +661,12 @@ class Harness:
                 # Inside the hold: encoding copies the outputs off the GPU (and may launch a kernel
                 # for a strided one), and returning the cache to the driver unmaps memory; neither
                 # may run inside another worker's timing turn. The pipe is written after letting go.
-                data = self._encode(reply)
+                try:
+                    data = self._encode(reply)
+                except BaseException as exc:  # noqa: BLE001 - a fault the copy off the GPU surfaced
+                    reply_ok = False
+                    data = self._encode(self._error("run", exc, **({} if self.role == "candidate"
+                                                                   else {"reference_failed": True})))
                 del reply
                 if not reply_ok or k == len(items) - 1:
                     self._release_cached_memory()
@@ -705,9 +710,14 @@ class Harness:
         process holding gigabytes would make another worker's large shape run out of memory.
         Called under the GPU lock (shared, or the worker's exclusive turn): unmapping device
         memory is GPU work like any other, and one suspect for blocks of a timing turn measured
-        several times slower than the rest (docs/benchmarks.md, ninth session)."""
+        several times slower than the rest (docs/benchmarks.md, ninth session). After a GPU fault
+        the context is gone and this raises: the work that faulted reports the fault, so that
+        error is dropped here (raising would lose the reply that says what happened)."""
         if self.is_gpu:
-            self.torch.cuda.empty_cache()
+            try:
+                self.torch.cuda.empty_cache()
+            except BaseException:  # noqa: BLE001
+                pass
 
     def _should_probe(self, msg: dict) -> bool:
         return self.task.reference_impl is not None and msg.get("probe", True) and not self.probe_disabled
