@@ -30,6 +30,7 @@ from typing import Any, Callable, NoReturn
 from . import procs, wire
 from .envknobs import env_numbers
 from .gpulock import SharedHold, release_during_compile, yield_at_launches
+from .patching import wrap_once
 from .precompile import compile_configs_in_parallel, compile_threads_from_env
 
 # On this signal faulthandler writes every thread's stack to the log (the worker sends it before
@@ -291,40 +292,44 @@ def shortlist_at_timing_turns() -> bool:
         from triton.runtime.autotuner import Autotuner
     except ImportError:
         return False
+    # One gate for both wrappers: by a second call, precompile's wrapper may sit on top of our
+    # prune_configs and hide its mark.
     if getattr(Autotuner.run, "_kernelwright_ranks", False):
         return True
-    original_run, original_prune = Autotuner.run, Autotuner.prune_configs
 
-    def run(self, *args, _run=original_run, **kwargs):
-        if not _checking[0]:  # timed calls go through here: nothing added to them
-            return _run(self, *args, **kwargs)
-        cache = getattr(self, "cache", None)
-        before = set(cache) if isinstance(cache, dict) else set()
-        try:
-            return _run(self, *args, **kwargs)
-        finally:
+    def make_run(original):
+        def run(self, *args, **kwargs):
+            if not _checking[0]:  # timed calls go through here: nothing added to them
+                return original(self, *args, **kwargs)
             cache = getattr(self, "cache", None)
-            if isinstance(cache, dict) and len(cache) > len(before):
-                _note_check_tuning(self, [key for key in cache if key not in before])
+            before = set(cache) if isinstance(cache, dict) else set()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                cache = getattr(self, "cache", None)
+                if isinstance(cache, dict) and len(cache) > len(before):
+                    _note_check_tuning(self, [key for key in cache if key not in before])
+        return run
 
-    def prune_configs(self, kwargs, *rest, _prune=original_prune):
-        configs = _prune(self, kwargs, *rest)
-        by_key = getattr(self, "_kernelwright_shortlist", None)
-        if by_key and not _checking[0]:
-            keep = by_key.get(_autotune_key(self, kwargs))
-            if keep is None:  # a key the checks did not tune: the fastest of every key they did
-                keep = set().union(*by_key.values())
-            shortlisted = [config for config in configs if id(config) in keep]
-            if shortlisted:  # (configs made anew by an early prune are not ours to filter)
-                bench = getattr(self, "_do_bench", None)
-                if isinstance(bench, TuningBench):
-                    bench.n_configs = len(shortlisted)  # the per-tuning budget spread over what is tried
-                return shortlisted
-        return configs
+    def make_prune(original):
+        def prune_configs(self, kwargs, *rest):
+            configs = original(self, kwargs, *rest)
+            by_key = getattr(self, "_kernelwright_shortlist", None)
+            if by_key and not _checking[0]:
+                keep = by_key.get(_autotune_key(self, kwargs))
+                if keep is None:  # a key the checks did not tune: the fastest of every key they did
+                    keep = set().union(*by_key.values())
+                shortlisted = [config for config in configs if id(config) in keep]
+                if shortlisted:  # (configs made anew by an early prune are not ours to filter)
+                    bench = getattr(self, "_do_bench", None)
+                    if isinstance(bench, TuningBench):
+                        bench.n_configs = len(shortlisted)  # the per-tuning budget spread over what is tried
+                    return shortlisted
+            return configs
+        return prune_configs
 
-    run._kernelwright_ranks = True
-    Autotuner.run, Autotuner.prune_configs = run, prune_configs
-    return True
+    wrap_once(Autotuner, "prune_configs", "_kernelwright_shortlists", make_prune)
+    return wrap_once(Autotuner, "run", "_kernelwright_ranks", make_run)
 
 
 class LaunchCounter:

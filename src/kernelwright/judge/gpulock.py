@@ -25,6 +25,7 @@ import time
 from typing import Any, Callable
 
 from .envknobs import env_numbers
+from .patching import wrap_once
 
 
 def _writer_patience() -> float:
@@ -402,17 +403,14 @@ def yield_at_launches(hold: SharedHold) -> bool:
         from triton.runtime.jit import JITFunction
     except ImportError:
         return False
-    original = JITFunction.run
-    if getattr(original, "_kernelwright_yields", False):
-        return True
 
-    def run(self, *args, **kwargs):
-        hold.yield_if_timer_waits()
-        return original(self, *args, **kwargs)
+    def make(original):
+        def run(self, *args, **kwargs):
+            hold.yield_if_timer_waits()
+            return original(self, *args, **kwargs)
+        return run
 
-    run._kernelwright_yields = True
-    JITFunction.run = run
-    return True
+    return wrap_once(JITFunction, "run", "_kernelwright_yields", make)
 
 
 def release_during_compile(hold: SharedHold) -> bool:
@@ -439,16 +437,12 @@ def release_during_compile(hold: SharedHold) -> bool:
 def _unlock_around(owner: Any, name: str, hold: SharedHold, when: Callable[..., bool] = lambda *a: True) -> bool:
     """Replace `owner.name` with a wrapper that runs it under `hold.compiling()` (when `when(*args)`
     says so). Wraps once; False when `owner` has no such attribute."""
-    original = getattr(owner, name, None)
-    if original is None or getattr(original, "_kernelwright_unlocked", False):
-        return original is not None
+    def make(original):
+        def unlocked(*args, **kwargs):
+            if not when(*args):
+                return original(*args, **kwargs)
+            with hold.compiling():
+                return original(*args, **kwargs)
+        return unlocked
 
-    def unlocked(*args, **kwargs):
-        if not when(*args):
-            return original(*args, **kwargs)
-        with hold.compiling():
-            return original(*args, **kwargs)
-
-    unlocked._kernelwright_unlocked = True
-    setattr(owner, name, unlocked)
-    return True
+    return wrap_once(owner, name, "_kernelwright_unlocked", make)

@@ -22,6 +22,7 @@ import os
 from typing import Any, Callable, ContextManager
 
 from .envknobs import env_numbers
+from .patching import wrap_once
 
 # Threads per process. Workers' processes compile at the same time as each other, so one
 # process does not take every core; KERNELWRIGHT_COMPILE_THREADS=1 turns this off.
@@ -44,22 +45,19 @@ def compile_configs_in_parallel(released: Callable[[], ContextManager], threads:
         from triton.runtime.autotuner import Autotuner
     except ImportError:
         return False
-    original = Autotuner.prune_configs
-    if getattr(original, "_kernelwright_parallel", False):
-        return True
 
-    def prune_configs(self, kwargs, *rest, _original=original):
-        configs = _original(self, kwargs, *rest)
-        try:
-            if _worth_compiling_ahead(self, configs, kwargs) and _async_compile.active_mode.get() is None:
-                _compile_all(self, configs, kwargs, released, threads, _async_compile.AsyncCompileMode)
-        except Exception:  # noqa: BLE001 - a head start only: the autotuner compiles what is missing
-            pass
-        return configs
+    def make(original):
+        def prune_configs(self, kwargs, *rest):
+            configs = original(self, kwargs, *rest)
+            try:
+                if _worth_compiling_ahead(self, configs, kwargs) and _async_compile.active_mode.get() is None:
+                    _compile_all(self, configs, kwargs, released, threads, _async_compile.AsyncCompileMode)
+            except Exception:  # noqa: BLE001 - a head start only: the autotuner compiles what is missing
+                pass
+            return configs
+        return prune_configs
 
-    prune_configs._kernelwright_parallel = True
-    Autotuner.prune_configs = prune_configs
-    return True
+    return wrap_once(Autotuner, "prune_configs", "_kernelwright_parallel", make)
 
 
 def _worth_compiling_ahead(tuner: Any, configs: list, kwargs: dict) -> bool:
