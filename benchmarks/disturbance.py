@@ -15,6 +15,9 @@ In TritonBench A/A runs on the H200, 5 of 3,239 perf-case sides had one to three
             (before the same fix, children did this after letting go of the lock)
   kernels   a process launching kernels continuously (what the lock is for: the control)
 
+On the H200 (docs/benchmarks.md, tenth session) no suspect moved a 7 us kernel's blocks by more than 7%
+(another process's kernels, the control: 22%).
+
 usage: python benchmarks/disturbance.py [--seconds 15] [--modes idle contexts ...] [--out FILE]
 Needs a GPU; prints one line per mode and writes the block medians as JSON with --out.
 """
@@ -93,9 +96,9 @@ def time_blocks(seconds: float) -> list[float]:
         times = []
         for _ in range(CALLS_PER_BLOCK):
             # The judge's pad: both kernels are queued before the start event fires. 20,000 cycles
-            # (~10 us) were too short for two launches from Python, so the first run (eleventh
+            # (~10 us) were too short for two launches from Python, so the first run (tenth
             # session) timed host launch latency as well: idle blocks 32-44 us, blocks next to
-            # another process's kernels 7.5 us (clocks up, the host quicker). 200 us covers it.
+            # another process's kernels 7.5 us. 200 us covers the launches.
             torch.cuda._sleep(PAD_CYCLES)
             start.record()
             (x * w).sum(dim=1)

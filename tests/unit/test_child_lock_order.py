@@ -73,7 +73,7 @@ def test_inside_the_workers_own_turn_nothing_is_taken():
 def test_a_gpu_fault_that_breaks_the_cache_release_still_sends_the_reply():
     """After an illegal memory access the CUDA context is gone and `empty_cache` raises; the
     failed item's reply (which says what faulted) must still reach the worker. Raising there made
-    the child exit with status 70 and the verdict lost the reason (H200, eleventh session)."""
+    the child exit with status 70 and the verdict lost the reason (H200, tenth session)."""
     events: list = []
     h = harness(events, [False])
 

@@ -714,8 +714,9 @@ class Harness:
         """Give the allocator's cached blocks back to the driver after work at a new size: an idle
         process holding gigabytes would make another worker's large shape run out of memory.
         Called under the GPU lock (shared, or the worker's exclusive turn): unmapping device
-        memory is GPU work like any other, and one suspect for blocks of a timing turn measured
-        several times slower than the rest (docs/benchmarks.md, ninth session). After a GPU fault
+        memory is GPU work like any other. (It was a suspect for the rare timing blocks measured
+        several times slower than the rest; freeing 4 GiB in a loop beside a timed kernel did not
+        move it: docs/benchmarks.md, tenth session.) After a GPU fault
         the context is gone and this raises: the work that faulted reports the fault, so that
         error is dropped here (raising would lose the reply that says what happened)."""
         if self.is_gpu:

@@ -36,11 +36,11 @@ def _writer_patience() -> float:
 # 5 s while a check held the GPU for a whole test function (closing at once idled every worker
 # behind it); with checks looking at every launch, and nudged between launches, a drain costs a
 # kernel's worth, and of the TritonBench turns that found such a moment, most found it within 2 s
-# (38 of 93 waited the whole 5 s, with no turn on the GPU meanwhile). 2 s until the eleventh
+# (38 of 93 waited the whole 5 s, with no turn on the GPU meanwhile). 2 s until the tenth
 # session: with eight workers 79 of 137 turns still waited it out and drained anyway, the other 58
 # finding their moment spread evenly over the 2 s. At 0.5 s TritonBench-revised ran in 551 s (all
 # 184 tasks; 177 in 580 s at 2 s), turns waited 153 s in all instead of 356, and drains took 88 s,
-# not 136 (docs/benchmarks.md, tenth section). The variable is for measuring.
+# not 136 (docs/benchmarks.md, tenth session). The variable is for measuring.
 WRITER_PATIENCE_S = _writer_patience()
 # How often a shared holder looks, at a kernel launch, for a timing turn waiting at the turnstile.
 # Without it a turn waited for the longest check in flight to finish (a whole GEAK test function:

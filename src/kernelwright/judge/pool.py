@@ -212,7 +212,7 @@ def default_workers_per_device(n_devices: int) -> int:
     """Workers per GPU when none is asked for: one per two CPU cores of the GPU's share, at most 8.
     A worker's checks are mostly compilation (CPU) and its children run Python. On an H200 with 16
     cores that is 8, the setting every suite run in docs/benchmarks.md since the third session used
-    (TritonBench-revised: 177 of 184 tasks in 580 s)."""
+    (TritonBench-revised: all 184 tasks in 551 s)."""
     return max(1, min(8, (os.cpu_count() or 2) // (2 * max(1, n_devices))))
 
 
