@@ -1,5 +1,5 @@
 """`kernelwright config` (every setting, its value and where it came from) and
-`kernelwright doctor` (GPU, Triton and model checks before a long run).
+`kernelwright doctor` (device, Triton and model checks before a long run).
 
 The option aliases below (`ModelOpt`, `BaseUrlOpt`, ...) are meant for every command that
 talks to a model, so the flags are spelled the same everywhere.
@@ -98,11 +98,23 @@ def doctor_command(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     timeout: TimeoutOpt = None,
+    device: Annotated[str, typer.Option(
+        "--device", help="where kernels will be judged: auto (a GPU if there is one, else the CPU "
+                         "interpreter) | cpu (Triton's interpreter) | cuda | hip")] = "auto",
     no_gpu: Annotated[bool, typer.Option(
-        "--no-gpu", help="skip the GPU and Triton checks (only check the model)")] = False,
+        "--no-gpu", help="skip the device and Triton checks (only check the model)")] = False,
 ) -> None:
-    """Check the GPU, Triton and (with --model, or a configured model) that the model answers."""
+    """Check where kernels are judged (a GPU, or Triton's CPU interpreter), Triton, and (with
+    --model, or a configured model) that the model is set up and answers. Every problem is
+    reported at once, each with its fix.
+
+    Exit status: 0 every check passed, 1 a check failed, 2 usage error.
+    """
+    from ..llm.preflight import DEVICES
+
     console = _console()
+    if device not in DEVICES:
+        _fail(f"--device must be one of {', '.join(DEVICES)}, got {device!r}", code=2)
     try:
         _, settings = load_llm_settings(config_path, model=model, base_url=base_url, timeout_s=timeout)
     except ConfigError as exc:
@@ -116,10 +128,10 @@ def doctor_command(
         mark = "[green]ok[/green]  " if result.ok else "[red]FAIL[/red]"
         console.print(f"{mark} {escape(result.name)}: {escape(result.detail)}", highlight=False, soft_wrap=True)
 
-    results = run_checks(chosen, settings, gpu=not no_gpu, on_result=show)
+    results = run_checks(chosen, settings, gpu=not no_gpu, device=device, on_result=show)
     failed = [r for r in results if not r.ok]
     if failed:
-        _fail(f"{len(failed)} of {len(results)} checks failed", code=1)
+        _fail(f"{len(failed)} of {len(results)} checks failed: {', '.join(r.name for r in failed)}", code=1)
     console.print(f"[green]all {len(results)} checks passed[/green]")
 
 

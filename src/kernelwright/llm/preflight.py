@@ -1,4 +1,5 @@
-"""Checks to run before a long job: is there a GPU, is Triton importable, does the model answer?
+"""Checks to run before a long job: where kernels are judged (a GPU, or Triton's CPU
+interpreter), is Triton importable, is the model set up (key, URL, SDK package) and does it answer?
 
 `kernelwright doctor` prints them; long commands call `preflight(...)`, which raises
 `PreflightError` listing every failed check, so an hour-long run never dies in minute one on a
@@ -32,23 +33,59 @@ class PreflightError(RuntimeError):
         super().__init__(f"preflight failed: {failed}")
 
 
-def check_gpu() -> CheckResult:
+DEVICES = ("auto", "cpu", "cuda", "hip")
+INTERPRETER_NOTE = ("the judge runs kernels under Triton's CPU interpreter, a supported mode (static, call "
+                    "and correctness checks; speed is measured on GPUs only)")
+
+
+def _torch_build(torch) -> str:
+    return (f"ROCm {torch.version.hip}" if torch.version.hip else
+            f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU only")
+
+
+def check_device(device: str = "auto") -> CheckResult:
+    """Where kernels will be judged. `auto`: a GPU if PyTorch sees one, else the CPU
+    interpreter (ok: a supported mode); `cpu`: the interpreter; `cuda`/`hip`: that GPU or FAIL."""
+    if device not in DEVICES:
+        return CheckResult("gpu", False, f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
     try:
         import torch
     except ImportError:
-        return CheckResult("gpu", False, "PyTorch is not installed: install a CUDA or ROCm build "
-                                         "of torch (https://pytorch.org/get-started)")
-    if not torch.cuda.is_available():
-        build = f"ROCm {torch.version.hip}" if torch.version.hip else (
-            f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU only")
-        return CheckResult("gpu", False, f"no GPU visible to PyTorch {torch.__version__} "
-                                         f"({build} build): check the driver, "
-                                         f"CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES, and that "
-                                         f"torch was built for your GPU")
-    backend = f"ROCm {torch.version.hip}" if torch.version.hip else f"CUDA {torch.version.cuda}"
+        return CheckResult("gpu", False, "PyTorch is not installed: on a CPU-only machine "
+                           "`pip install torch --index-url https://download.pytorch.org/whl/cpu`, on a GPU "
+                           "machine the CUDA or ROCm build (https://pytorch.org/get-started)")
+    if device == "cpu":
+        return CheckResult("gpu", True, f"not used (--device cpu): {INTERPRETER_NOTE}; "
+                                        f"PyTorch {torch.__version__} ({_torch_build(torch)} build)")
+    build = _torch_build(torch)
     count = torch.cuda.device_count()
-    return CheckResult("gpu", True, f"{torch.cuda.get_device_name(0)} "
-                                    f"({count} device{'s' * (count > 1)}, {backend})")
+    if count < 1:
+        why = (f"no GPU visible to PyTorch {torch.__version__} ({build} build)")
+        if device == "auto":
+            return CheckResult("gpu", True, f"none, {why}: {INTERPRETER_NOTE}. To judge on a GPU, "
+                                            "install the CUDA or ROCm build of torch and check the driver")
+        fix = ("this torch cannot use a GPU: install the CUDA or ROCm build (https://pytorch.org/get-started)"
+               if build == "CPU only" else
+               "check the driver, CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES, and that torch was built for your GPU")
+        return CheckResult("gpu", False, f"--device {device}: {why}: {fix}; or use --device cpu "
+                                            f"(Triton's CPU interpreter)")
+    backend = "hip" if torch.version.hip else "cuda"
+    if device in ("cuda", "hip") and device != backend:
+        return CheckResult("gpu", False, f"--device {device}, but this torch is a {build} build "
+                                            f"(its GPUs are {backend}): use --device {backend} or auto")
+    return CheckResult("gpu", True, f"{backend}: {torch.cuda.get_device_name(0)} "
+                                       f"({count} device{'s' * (count > 1)}, {build})")
+
+
+def check_gpu() -> CheckResult:
+    """For callers that need a GPU: FAIL without one (`check_device("auto")` accepts the CPU)."""
+    try:
+        import torch
+
+        backend = "hip" if torch.version.hip else "cuda"
+    except ImportError:
+        backend = "cuda"
+    return check_device(backend)
 
 
 def check_triton() -> CheckResult:
@@ -57,6 +94,32 @@ def check_triton() -> CheckResult:
     except ImportError as exc:
         return CheckResult("triton", False, f"cannot import triton ({exc}): pip install triton")
     return CheckResult("triton", True, f"triton {triton.__version__}")
+
+
+def model_setup_problems(model: str, settings: LLMSettings) -> list[CheckResult]:
+    """Everything that stops `model` before a request is sent, all at once, each with its fix:
+    an unknown model name, a missing key or URL, a missing SDK package."""
+    import importlib.util
+
+    from .models import parse_model
+
+    name = f"model {model}"
+    try:
+        spec = parse_model(model)
+    except LLMError as exc:
+        return [CheckResult(name, False, str(exc))]
+    problems = []
+    package = "anthropic" if spec.info.protocol == "anthropic" else "openai"
+    if importlib.util.find_spec(package) is None:
+        problems.append(CheckResult(f"package {package}", False,
+                                    f"the {package!r} package (needed by {spec.provider}) is not installed: "
+                                    f"pip install 'kernelwright[llm]'"))
+    if not settings.offline:
+        try:
+            settings.endpoint(spec)
+        except LLMError as exc:
+            problems.insert(0, CheckResult(name, False, str(exc)))
+    return problems
 
 
 def check_model(model: str, settings: LLMSettings) -> CheckResult:
@@ -77,28 +140,37 @@ def check_model(model: str, settings: LLMSettings) -> CheckResult:
                                    f"({completion.attempts} attempt(s)): {answer[:40]!r}")
 
 
-def run_checks(model: str | None, settings: LLMSettings, *, gpu: bool = True,
+def run_checks(model: str | None, settings: LLMSettings, *, gpu: bool = True, device: str = "auto",
                on_result: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
-    checks: list[Callable[[], CheckResult]] = []
-    if gpu:
-        checks += [check_gpu, check_triton]
-    if model:
-        checks.append(lambda: check_model(model, settings))
-    results = []
-    for check in checks:
-        result = check()
+    """Every check, each reported (`on_result`) as it finishes: a failure never hides the
+    next one. The model is pinged only when nothing stops it before a request (key, URL,
+    package); otherwise each of those problems is its own failed result."""
+    results: list[CheckResult] = []
+
+    def record(result: CheckResult) -> None:
         results.append(result)
         if on_result:
             on_result(result)
+
+    if gpu:
+        record(check_device(device))
+        record(check_triton())
+    if model:
+        problems = model_setup_problems(model, settings)
+        for problem in problems:
+            record(problem)
+        if not problems:
+            record(check_model(model, settings))
     return results
 
 
 def preflight(model: str | None = None, settings: LLMSettings | None = None, *,
-              gpu: bool = True) -> list[CheckResult]:
+              gpu: bool = True, device: str = "auto") -> list[CheckResult]:
     """Run the checks (the model's only if one is given or configured); raise `PreflightError`
-    if any fails, else return the results for display."""
+    if any fails, else return the results for display. `device="auto"` accepts the CPU
+    interpreter when there is no GPU; `device="cuda"` (or "hip") requires that GPU."""
     settings = settings or LLMSettings()
-    results = run_checks(model or settings.model, settings, gpu=gpu)
+    results = run_checks(model or settings.model, settings, gpu=gpu, device=device)
     if not all(r.ok for r in results):
         raise PreflightError(results)
     return results

@@ -1,0 +1,66 @@
+"""Issue 18, what a new user hits first: `doctor` on a CPU machine, every problem at once, help
+text, exit codes, `--json` usage errors, `tasks` and `tasks show`, `eval`'s headline for cases
+left unchecked and its refusal to time under the interpreter."""
+
+import inspect
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelwright.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = ROOT / "tests" / "candidates" / "vector_add" / "good.py"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
+        return CliRunner(mix_stderr=False)
+    return CliRunner()
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+# --- doctor (item 2) -----------------------------------------------------------------------------
+
+def _no_gpu(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+
+
+def test_doctor_on_a_cpu_machine_reports_the_interpreter_as_supported(runner, monkeypatch):
+    _no_gpu(monkeypatch)
+    for args in (["doctor"], ["doctor", "--device", "cpu"], ["doctor", "--device", "auto"]):
+        result = runner.invoke(app, args)
+        out = flat(result.stdout)
+        assert result.exit_code == 0, result.output
+        assert "FAIL" not in out and "CPU interpreter, a supported mode" in out, out
+
+
+def test_doctor_device_cuda_without_a_gpu_fails_with_the_fix(runner, monkeypatch):
+    _no_gpu(monkeypatch)
+    result = runner.invoke(app, ["doctor", "--device", "cuda"])
+    assert result.exit_code == 1
+    assert "FAIL gpu" in result.stdout and "--device cpu" in flat(result.stdout)
+    assert runner.invoke(app, ["doctor", "--device", "tpu"]).exit_code == 2
+
+
+def test_doctor_reports_a_missing_key_and_a_missing_package_together(runner, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = runner.invoke(app, ["doctor", "--no-gpu", "--model", "openai/gpt-4.1"], env={"OPENAI_API_KEY": ""})
+    out = flat(result.stdout)
+    assert result.exit_code == 1, result.output
+    assert "OPENAI_API_KEY is not set: export it" in out
+    assert "'openai' package" in out and "pip install 'kernelwright[llm]'" in out
+    assert "2 of 2 checks failed" in out
