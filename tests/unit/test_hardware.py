@@ -11,7 +11,16 @@ from kernelwright.judge.hardware import DeviceSpec, roofline_ms, spec_for
     ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
     ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
     ("NVIDIA H100 SXM5 80GB", "NVIDIA H100 SXM"),
-    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100"),
+    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 SXM4 80GB"),
+    ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 SXM4 40GB"),
+    ("NVIDIA A100 80GB PCIe", "NVIDIA A100 SXM4 80GB"),  # fallback: the fastest A100
+    ("NVIDIA H100 NVL", "NVIDIA H100 NVL"),
+    ("NVIDIA B200", "NVIDIA B200"),
+    ("NVIDIA L40S", "NVIDIA L40S"),
+    ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"),
+    ("AMD Instinct MI250X/MI250", "AMD Instinct MI250X"),
+    ("AMD Instinct MI300X VF", "AMD Instinct MI300X"),
+    ("AMD Instinct MI355X", "AMD Instinct MI355X"),
     ("AMD Instinct MI300X", "AMD Instinct MI300X"),
     ("AMD Instinct MI325X", "AMD Instinct MI325X"),
     ("AMD Instinct MI250X", "AMD Instinct MI250X"),
@@ -27,7 +36,8 @@ def test_h100_pcie_and_sxm_differ():
     assert spec_for("NVIDIA H200").bandwidth_tbs == 4.8
 
 
-@pytest.mark.parametrize("name", ["NVIDIA GeForce RTX 4090", "cpu", "Tesla V100-SXM2-16GB", "", None])
+@pytest.mark.parametrize("name", ["cpu", "Tesla V100-SXM2-16GB", "NVIDIA GB200", "NVIDIA L40",
+                                  "AMD Instinct MI300A", "", None])
 def test_spec_for_unknown_or_missing_name_is_none(name):
     assert spec_for(name) is None
 
@@ -89,3 +99,60 @@ def test_builtin_cost_models_use_known_math_types():
             if math is not None and math not in known:
                 bad.append((task.name, math))
     assert bad == []
+
+
+REQUIRED_GPUS = ["NVIDIA H100 SXM", "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA B200", "NVIDIA A100 SXM4 40GB",
+                 "NVIDIA A100 SXM4 80GB", "NVIDIA L40S", "NVIDIA GeForce RTX 4090", "AMD Instinct MI250X",
+                 "AMD Instinct MI300X", "AMD Instinct MI325X", "AMD Instinct MI355X"]
+FIGURES = ["bandwidth_tbs", "arch", "sm_count", "warp_size", "smem_per_block_kb", "regfile_per_sm_kb",
+           "l2_mb", "memory_gb"]
+
+
+@pytest.mark.parametrize("name", REQUIRED_GPUS)
+def test_every_required_gpu_has_its_figures_and_a_source_for_each(name):
+    from kernelwright.judge.hardware import spec_by_name
+
+    spec = spec_by_name(name)
+    assert spec is not None and spec.name == name
+    assert spec.vendor in ("nvidia", "amd")
+    assert spec.arch.startswith("sm_" if spec.vendor == "nvidia" else "gfx")
+    assert spec.warp_size == (32 if spec.vendor == "nvidia" else 64)
+    for figure in FIGURES + [f"tflops.{m}" for m in spec.tflops]:
+        source = spec.source_of(figure)
+        assert source, f"{name}: no source for {figure}"
+        if name != "NVIDIA B200" or figure != "l2_mb":  # NVIDIA publishes no B200 L2 size
+            assert "https://" in source or source.startswith("uncertain"), (name, figure, source)
+    for figure in FIGURES:
+        if figure != "l2_mb" or name != "NVIDIA B200":
+            assert getattr(spec, figure) not in (None, ""), (name, figure)
+    assert spec.tflops["float16"] >= spec.tflops["float32"] > 0
+    assert spec.registers_per_sm == (65536 if spec.vendor == "nvidia" else 131072)
+
+
+def test_amd_entries_carry_infinity_cache_and_lds():
+    assert spec_for("AMD Instinct MI300X").llc_mb == 256
+    assert spec_for("AMD Instinct MI355X").smem_per_block_kb == 160
+    assert spec_for("AMD Instinct MI300X").memory_gb == 192 and spec_for("AMD Instinct MI325X").memory_gb == 256
+
+
+def test_aliases_are_unique_and_lowercase():
+    from kernelwright.judge.hardware import SPECS
+
+    aliases = [a for s in SPECS for a in s.aliases]
+    assert len(aliases) == len(set(aliases))
+    assert all(a == a.lower() for a in aliases)
+
+
+def test_overrides_replace_figures_and_merge_tflops():
+    spec = H200.with_overrides(bandwidth_tbs=5.0, sm_count=130, tflops={"bf16": 900})
+    assert spec.bandwidth_tbs == 5.0 and spec.sm_count == 130
+    assert spec.tflops["bfloat16"] == 900 and spec.tflops["float16"] == H200.tflops["float16"]
+    assert "override" in spec.source_of("bandwidth_tbs") and "Overridden" in spec.notes
+    assert H200.bandwidth_tbs == 4.8  # the table entry is untouched
+    with pytest.raises(ValueError, match="unknown GPU figures"):
+        H200.with_overrides(bandwith_tbs=5.0)
+
+
+def test_fnuz_float8_names_use_the_float8_rate():
+    mi300 = spec_for("AMD Instinct MI300X")
+    assert mi300.peak_tflops("float8_e4m3fnuz") == mi300.tflops["float8"]
