@@ -64,3 +64,32 @@ def test_doctor_reports_a_missing_key_and_a_missing_package_together(runner, mon
     assert "OPENAI_API_KEY is not set: export it" in out
     assert "'openai' package" in out and "pip install 'kernelwright[llm]'" in out
     assert "2 of 2 checks failed" in out
+
+
+# --- help text and --json usage errors (item 7) --------------------------------------------------
+
+def test_flag_help_has_no_stray_bool(runner):
+    for command in (["eval", "--help"], ["judge-suite", "--help"], ["tasks", "--help"], ["doctor", "--help"]):
+        result = runner.invoke(app, command, env={"COLUMNS": "160"})
+        assert result.exit_code == 0, result.output
+        assert "<bool>" not in result.stdout, command
+        assert "--json" in result.stdout or command[0] == "doctor"
+
+
+@pytest.mark.parametrize("args", [
+    ["eval", str(GOOD), "--task", "vector_add", "--json", "--no-such-flag"],     # click: unknown option
+    ["eval", str(GOOD), "--json"],                                               # click: missing --task
+    ["eval", str(GOOD), "--task", "no_such_task", "--json"],                     # ours: unknown task
+    ["tasks", "--suite", "nope", "--json"],
+    ["judge-suite", "--suite", "nope", "--candidates", "reference", "--json"],
+])
+def test_json_usage_errors_print_an_object_on_stdout(args, capsys, monkeypatch):
+    from kernelwright.cli import main
+
+    monkeypatch.setattr("sys.argv", ["kernelwright", *args])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2
+    data = json.loads(captured.out)
+    assert data["exit_code"] == 2 and data["error"]

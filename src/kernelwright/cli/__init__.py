@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import typer
 
+from .usage import hide_flag_types, run
+
+hide_flag_types()
+
 app = typer.Typer(
     name="kernelwright",
     help="Write, judge and optimize Triton GPU kernels.",
@@ -20,4 +24,4 @@ from . import suite_cmds  # noqa: E402,F401
 
 
 def main() -> None:
-    app()
+    run(app)

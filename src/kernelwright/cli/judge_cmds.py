@@ -14,15 +14,9 @@ from rich.text import Text
 
 from . import app
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_JUDGE_ERROR = 0, 1, 2, 3
+from .usage import EXIT_FAIL, EXIT_JUDGE_ERROR, EXIT_PASS, EXIT_USAGE, err_console, usage_error  # noqa: F401
 
 console = Console()
-err_console = Console(stderr=True)
-
-
-def usage_error(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-    return typer.Exit(EXIT_USAGE)
 
 
 def load_task_or_exit(name_or_path: str, suite: str = "builtin", path: Optional[Path] = None):

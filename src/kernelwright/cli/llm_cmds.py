@@ -136,5 +136,9 @@ def doctor_command(
 
 
 def _fail(message: str, *, code: int) -> None:
+    from .usage import print_json_error, wants_json
+
     _console().print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    if wants_json():
+        print_json_error(message, code)
     raise typer.Exit(code)

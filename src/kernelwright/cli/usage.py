@@ -1,0 +1,94 @@
+"""What every command shares about failing: usage errors (exit status 2) that also print a JSON
+object on stdout when the command was asked for `--json`, and the entry point that does the same
+for the errors click finds before a command runs (an unknown flag, a bad value).
+
+Exit status, for every command: 0 success, 1 a check or a stage failed, 2 usage error (the user
+must change the command or a file), 3 the judge could not decide (`eval`), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Sequence
+
+import typer
+
+try:  # recent typer vendors click; its exceptions and contexts are those of typer._click
+    from typer._click.exceptions import ClickException
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover - typer on top of the click package
+    from click import ClickException, get_current_context
+from rich.console import Console
+from rich.markup import escape
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+err_console = Console(stderr=True)
+
+
+def wants_json(args: Sequence[str] | None = None) -> bool:
+    """Was the running command given `--json`? (From its parsed parameters, else from argv.)"""
+    if args is None:
+        ctx = get_current_context(silent=True)
+        if ctx is not None and "as_json" in ctx.params:
+            return bool(ctx.params["as_json"])
+        args = sys.argv[1:]
+    return "--json" in args
+
+
+def print_json_error(message: str, code: int, **extra: Any) -> None:
+    print(json.dumps({"error": message, "exit_code": code, **extra}, indent=2))
+
+
+def usage_error(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Print the message (stderr; with --json also `{"error", "exit_code"}` on stdout) and return
+    the `typer.Exit` to raise."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    if wants_json():
+        print_json_error(message, code)
+    return typer.Exit(code)
+
+
+def hide_flag_types() -> None:
+    """typer >= 0.20 prints a type column for every option, and for flags (`--json`, `--help`,
+    `--perf/--no-perf`) that is a stray `<bool>`: a flag takes no value. Show nothing there."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # pragma: no cover - another typer layout: nothing to hide
+        return
+    original = getattr(TyperOption, "display_type_rich", None)
+    if original is None or getattr(original, "_kernelwright_flags_hidden", False):
+        return
+
+    def display_type_rich(self, ctx):
+        if getattr(self, "is_flag", False) and not getattr(self, "count", False):
+            return None
+        return original(self, ctx)
+
+    display_type_rich._kernelwright_flags_hidden = True
+    TyperOption.display_type_rich = display_type_rich
+
+
+def run(app: typer.Typer, args: Sequence[str] | None = None) -> None:
+    """Run the CLI. With `--json`, a usage error found before the command runs (unknown flag,
+    bad value, missing option) prints `{"error", "exit_code"}` on stdout too, so a script that
+    parses stdout always gets an object."""
+    args = list(sys.argv[1:] if args is None else args)
+    if not wants_json(args):
+        app(args=args, prog_name="kernelwright")
+        return
+    try:
+        code = app(args=args, prog_name="kernelwright", standalone_mode=False)
+    except ClickException as exc:
+        try:
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(exc)
+        except Exception:  # pragma: no cover - older typer
+            exc.show()
+        print_json_error(exc.format_message(), exc.exit_code)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)
