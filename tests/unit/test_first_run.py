@@ -93,3 +93,66 @@ def test_json_usage_errors_print_an_object_on_stdout(args, capsys, monkeypatch):
     assert exit_info.value.code == 2
     data = json.loads(captured.out)
     assert data["exit_code"] == 2 and data["error"]
+
+
+# --- tasks (items 7 and 10) ----------------------------------------------------------------------
+
+def test_tasks_help_lists_every_suite_and_checkout(runner):
+    for command in (["tasks", "--help"], ["eval", "--help"], ["tasks", "show", "--help"]):
+        out = flat(runner.invoke(app, command, env={"COLUMNS": "200"}).stdout)
+        for suite in ("builtin", "tritonbench-revised", "rocm", "kernelbench", "tritonbench-t"):
+            assert suite in out, (command, suite)
+        assert "KernelBench" in out and "TritonBench" in out and "your GEAK-eval checkout" not in out
+
+
+def test_tasks_json_labels_builtin_tasks_builtin(runner):
+    data = json.loads(runner.invoke(app, ["tasks", "--json"]).stdout)
+    assert data["tasks"] and {t["suite"] for t in data["tasks"]} == {"builtin"}
+
+
+def test_tasks_table_never_cuts_names(runner):
+    from kernelwright.tasks import builtin_task_paths
+
+    result = runner.invoke(app, ["tasks"], env={"COLUMNS": "60"})
+    assert result.exit_code == 0
+    for name in builtin_task_paths():
+        assert name in result.stdout, name
+
+
+def test_tasks_show_prints_instruction_entry_point_and_cases(runner):
+    from kernelwright.tasks import resolve_task
+
+    task = resolve_task("softmax")
+    result = runner.invoke(app, ["tasks", "show", "softmax"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = flat(result.stdout)
+    assert flat(task.instruction) in out and task.entry_point.signature in out
+    for case in task.visible_cases + task.perf_cases:
+        assert case.label in out
+    assert f"hidden cases: {len(task.hidden_cases)}" in out
+    assert all(c.label not in out for c in task.hidden_cases if c not in task.visible_cases + task.perf_cases)
+    data = json.loads(runner.invoke(app, ["tasks", "show", "softmax", "--json"]).stdout)
+    assert data["instruction"] == task.instruction and data["suite"] == "builtin"
+    assert "hidden_cases" not in data and len(data["visible_cases"]) == len(task.visible_cases)
+
+
+def test_unknown_task_names_get_a_suggestion(runner):
+    result = runner.invoke(app, ["tasks", "show", "softmx"])
+    assert result.exit_code == 2 and "did you mean softmax" in flat(result.stderr)
+
+
+def test_tasks_of_a_checkout_with_an_unreadable_file_exit_0_naming_the_file_once(runner, tmp_path):
+    from kernelwright.suites.tritonbench_t import DATA_DIR
+    from tests.test_tritonbench_t_adapter import OPERATOR, SEPARATOR, TEST
+
+    data = tmp_path / "TritonBench" / DATA_DIR
+    data.mkdir(parents=True)
+    (data / "shifted_tanh.py").write_text(OPERATOR + SEPARATOR + TEST)
+    (data / "no_test.py").write_text("import torch\n\ndef f(x):\n    return x\n")
+    result = runner.invoke(app, ["tasks", "--suite", "tritonbench-t", "--path", str(tmp_path / "TritonBench"),
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [t["name"] for t in report["tasks"]] == ["shifted_tanh"]
+    (error,) = report["errors"]
+    assert error.startswith("no_test.py: ") and error.count("no_test.py") == 1, error

@@ -19,8 +19,21 @@ from .usage import EXIT_FAIL, EXIT_JUDGE_ERROR, EXIT_PASS, EXIT_USAGE, err_conso
 console = Console()
 
 
+SUITE_HELP = "builtin | tritonbench-revised | rocm | kernelbench | tritonbench-t"
+PATH_HELP = ("The benchmark's checkout: GEAK-eval (tritonbench-revised, rocm), KernelBench (kernelbench) "
+             "or thunlp/TritonBench (tritonbench-t).")
+
+
+def close_matches(name: str, names) -> str:
+    """' (did you mean a, b?)' for a mistyped name, else ''."""
+    import difflib
+
+    near = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(near)}?)" if near else ""
+
+
 def load_task_or_exit(name_or_path: str, suite: str = "builtin", path: Optional[Path] = None):
-    """A built-in task or task file; with a GEAK suite, a task of the checkout at `path`."""
+    """A built-in task or task file; with another suite, a task of the checkout at `path`."""
     from ..suites.runner import SuiteUsageError, load_suite_tasks
     from ..tasks import TaskFileError, TaskNotFound, resolve_task
 
@@ -32,29 +45,44 @@ def load_task_or_exit(name_or_path: str, suite: str = "builtin", path: Optional[
         for task in tasks:
             if task.name == name_or_path:
                 return task
-        raise usage_error(f"no task {name_or_path!r} in {suite} ({len(tasks)} tasks; `kernelwright tasks "
-                          f"--suite {suite} --path ...` lists them)")
+        raise usage_error(f"no task {name_or_path!r} in {suite}{close_matches(name_or_path, [t.name for t in tasks])} "
+                          f"({len(tasks)} tasks; `kernelwright tasks --suite {suite} --path ...` lists them)")
     try:
         return resolve_task(name_or_path)
     except (TaskNotFound, TaskFileError) as exc:
         raise usage_error(str(exc)) from None
 
 
-@app.command("tasks")
+tasks_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
+                        context_settings={"help_option_names": ["-h", "--help"]})
+app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.callback()
 def tasks_command(
-    suite: str = typer.Option("builtin", help="builtin | tritonbench-revised | rocm"),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help="Your GEAK-eval checkout (GEAK suites)."),
+    ctx: typer.Context,
+    suite: str = typer.Option("builtin", "--suite", "-s", help=SUITE_HELP),
+    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """List the tasks of a suite (and every file that could not become a task, with the reason)."""
-    from ..suites.runner import SuiteUsageError, load_suite_tasks
-    from ..tasks import TaskFileError, builtin_task_paths, load_task_file
+    """List the tasks of a suite, and every file that could not become a task, with the reason.
+    `kernelwright tasks show NAME` prints one task: its instruction, entry point and cases.
+
+    Exit status: 0 listed (files of a benchmark that could not become tasks are reported, on
+    stderr and under "errors" in --json, and do not change it), 1 a built-in task file is broken,
+    2 usage error.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..suites.runner import SuiteUsageError, describe_unreadable, load_suite_tasks
+    from ..tasks import TaskFileError, builtin_task_paths
+    from ..tasks.registry import load_builtin_task
 
     rows, problems = [], []
     if suite == "builtin":  # one by one, so that a broken task file does not hide the others
         for name, file in builtin_task_paths().items():
             try:
-                rows.append(load_task_file(file).summary())
+                rows.append(load_builtin_task(file).summary())
             except TaskFileError as exc:
                 problems.append(str(exc))
     else:
@@ -63,30 +91,76 @@ def tasks_command(
         except SuiteUsageError as exc:
             raise usage_error(str(exc)) from None
         rows = [t.summary() for t in tasks]
-        problems = [f"{file}: {reason}" for file, reason in unreadable]
+        problems = [describe_unreadable(file, reason) for file, reason in unreadable]
     if as_json:
-        print(json.dumps({"tasks": rows, "errors": problems}, indent=2))
+        print(json.dumps({"suite": suite, "tasks": rows, "errors": problems}, indent=2))
     else:
-        table = Table(title=f"{escape(suite)} tasks ({len(rows)})")
-        for col in ("name", "entry point", "cases (vis/hid/perf)", "difficulty", "triton ref"):
-            table.add_column(col)
+        table = Table(title=f"{escape(suite)} tasks ({len(rows)})",
+                      caption="kernelwright tasks show NAME: instruction, entry point, cases")
+        widest = max((len(r["name"]) for r in rows), default=4)
+        table.add_column("name", no_wrap=True, min_width=widest)  # never cut: it is what you type
+        table.add_column("entry point", overflow="fold", ratio=1)
+        for col in ("cases (vis/hid/perf)", "difficulty", "triton ref"):
+            table.add_column(col, overflow="fold")
         for r in rows:
             c = r["cases"]
             table.add_row(escape(r["name"]), escape(r["entry_point"]), f"{c['visible']}/{c['hidden']}/{c['perf']}",
                           str(r["difficulty"] or "-"), "yes" if r["triton_reference"] else "-")
         console.print(table)
+        if problems:
+            err_console.print(f"[yellow]{len(problems)} file(s) could not become tasks:[/]")
         for p in problems:
-            err_console.print(f"[red]{escape(p)}[/]")
-    if problems:
+            err_console.print(f"[yellow]  {escape(p)}[/]", soft_wrap=True)
+    if problems and suite == "builtin":
         raise typer.Exit(EXIT_FAIL)
+
+
+@tasks_app.command("show")
+def tasks_show_command(
+    name: str = typer.Argument(..., help="Task name (see `kernelwright tasks`) or path to a task file."),
+    suite: str = typer.Option("builtin", "--suite", "-s", help=SUITE_HELP),
+    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """One task: its instruction (what a candidate must do), entry point, cases and tolerances.
+    Hidden correctness cases are counted, not shown.
+
+    Exit status: 0 shown, 2 usage error (unknown task, bad task file).
+    """
+    task = load_task_or_exit(name, suite, path)
+    view = {**task.summary(), **task.public_view(),
+            "notes": list(task.notes), "requires_backend": task.requires_backend}
+    if as_json:
+        print(json.dumps(view, indent=2, default=str))
+        return
+    console.print(f"[bold]{escape(task.name)}[/]  [dim]suite {escape(task.suite)} · {escape(str(task.source_path))}[/]",
+                  highlight=False, soft_wrap=True)
+    console.print(f"[bold]entry point:[/] {escape(task.entry_point.signature)}", highlight=False, soft_wrap=True)
+    if task.difficulty:
+        console.print(f"[bold]difficulty:[/] {escape(str(task.difficulty))}", highlight=False)
+    console.print("[bold]instruction:[/]")
+    console.print(Text(task.instruction.strip()), soft_wrap=True)
+    for title, cases in (("visible cases", task.visible_cases), ("performance cases", task.perf_cases)):
+        console.print(f"[bold]{title} ({len(cases)}):[/] " + (", ".join(escape(c.label) for c in cases) or "-"),
+                      highlight=False, soft_wrap=True)
+    console.print(f"[bold]hidden cases:[/] {len(task.hidden_cases)} (not shown)", highlight=False)
+    if task.tolerances:
+        tols = ", ".join(f"{k}: atol {v.atol:g} rtol {v.rtol:g}" for k, v in task.tolerances.items())
+        console.print(f"[bold]tolerances:[/] {escape(tols)}", highlight=False, soft_wrap=True)
+    console.print(f"[bold]triton reference:[/] {escape(str(task.triton_reference or '-'))}", highlight=False,
+                  soft_wrap=True)
+    if task.requires_backend:
+        console.print(f"[yellow]needs {escape(task.requires_backend)}: {escape(task.requires_reason)}[/]")
+    for note in task.notes:
+        console.print(f"[dim]note: {escape(note)}[/]", soft_wrap=True)
 
 
 @app.command("eval")
 def eval_command(
     candidate: Path = typer.Argument(..., help="Candidate Python file defining the task's entry point."),
     task: str = typer.Option(..., "--task", "-t", help="Task name (see `kernelwright tasks`) or path to a task file."),
-    suite: str = typer.Option("builtin", help="Suite of --task: builtin | tritonbench-revised | rocm."),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help="Your GEAK-eval checkout (GEAK suites)."),
+    suite: str = typer.Option("builtin", "--suite", "-s", help=f"Suite of --task: {SUITE_HELP}."),
+    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
     device: str = typer.Option("auto", help="auto | cpu (Triton interpreter) | cuda | hip"),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     seeds: int = typer.Option(3, min=1, max=50, help="Fresh seeds per correctness case."),

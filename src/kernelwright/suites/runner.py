@@ -37,6 +37,16 @@ def reference_cannot_run(reason: str) -> bool:
             or "cannot run on this platform" in reason or "no correctness case can run on this device" in reason)
 
 
+def describe_unreadable(file: str, reason: str) -> str:
+    """'file: reason', without the file named twice when the reason (e.g. a TaskFileError's
+    "TaskFileError: /path/to/file.py: problem") names it again."""
+    import re
+
+    name = Path(file).name
+    text = re.sub(rf"(^|\s)\S*{re.escape(name)}: ", r"\1", reason, count=1)
+    return f"{file}: {text}"
+
+
 class SuiteUsageError(ValueError):
     """Bad suite name, missing checkout, bad candidates folder: what the user must fix."""
 

@@ -21,8 +21,17 @@ def builtin_task_paths() -> dict[str, Path]:
     return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.py")) if not p.name.startswith("_")}
 
 
+def _builtin(task: Task) -> Task:
+    task.suite = "builtin"  # a task file's default is "custom"; these come with kernelwright
+    return task
+
+
+def load_builtin_task(path: Path) -> Task:
+    return _builtin(load_task_file(path))
+
+
 def list_builtin_tasks() -> list[Task]:
-    return [load_task_file(p) for p in builtin_task_paths().values()]
+    return [load_builtin_task(p) for p in builtin_task_paths().values()]
 
 
 # Adapters register a loader for their reference prefix ("tritonbench-revised:...").
@@ -55,11 +64,17 @@ def resolve_task(name_or_path: str | Path) -> Task:
     if looks_like_path or (text not in paths and path.is_file()):
         if not path.is_file():
             raise TaskNotFound(f"task file {text!r} does not exist")
-        return load_task_file(path)
+        task = load_task_file(path)
+        return _builtin(task) if path.resolve().parent == BUILTIN_DIR else task
     if text not in paths:
+        import difflib
+
+        near = difflib.get_close_matches(text, list(paths), n=3, cutoff=0.6)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
         known = ", ".join(sorted(paths)) or "(none)"
-        raise TaskNotFound(f"unknown task {text!r}; known tasks: {known}. Pass a path to use your own task file.")
-    return load_task_file(paths[text])
+        raise TaskNotFound(f"unknown task {text!r}{hint}; known tasks: {known}. Pass a path to use your own "
+                           "task file.")
+    return load_builtin_task(paths[text])
 
 
 __all__ = ["TaskFileError", "TaskNotFound", "builtin_task_paths", "list_builtin_tasks", "load_task_ref",
