@@ -1,0 +1,127 @@
+"""Wiring for the agent commands (`generate`, `optimize`, and `bench` later): a run's spec, its
+run directory, the LLM client with the run's cache, the judge pool, the knowledge and the
+retriever, put together into a session.
+
+The spec is stored in the run directory when a run starts; `--resume RUN_DIR` reads it back, so
+a resumed run asks exactly what the killed one asked (same tasks, seeds, prompts, settings).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..store import RunStore, StoreError
+from .budget import Budget, Limits
+from .loop import AgentSettings, RunContext
+from .results import TaskResult
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    command: str                                  # generate | optimize
+    task_refs: tuple[str, ...]                    # reloadable task references (files, suite refs)
+    model: str
+    settings: AgentSettings
+    run_limits: Limits = Limits()
+    task_limits: Limits = Limits()
+    start_codes: dict[str, str] = field(default_factory=dict)   # task name -> the user's kernel
+    corpus: tuple[str, ...] = ()
+    prompts_dir: str | None = None
+    device: str = "auto"
+    judge_seeds: int = 3
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunSpec":
+        data = dict(data)
+        data["task_refs"] = tuple(data["task_refs"])
+        data["corpus"] = tuple(data.get("corpus", ()))
+        data["settings"] = AgentSettings(**data["settings"])
+        data["run_limits"] = Limits(**data.get("run_limits", {}))
+        data["task_limits"] = Limits(**data.get("task_limits", {}))
+        return cls(**data)
+
+
+def new_seed() -> int:
+    return secrets.randbelow(2**31 - 1)
+
+
+def open_run(out: Path, spec: RunSpec | None, resume: bool) -> tuple[RunStore, RunSpec]:
+    """The store and the spec: a new run writes its spec; a resumed one reads it back."""
+    if resume:
+        store = RunStore(out, create=False)
+        stored = store.get_meta("spec")
+        if stored is None:
+            raise StoreError(f"{out} holds no run spec: it was not written by generate/optimize")
+        return store, RunSpec.from_dict(stored)
+    if spec is None:
+        raise ValueError("a new run needs a spec")
+    store = RunStore(out)
+    if store.get_meta("spec") is not None:
+        store.close()
+        raise StoreError(f"{out} already holds a run: pass --resume {out} to continue it, or another --out")
+    store.put_meta("spec", spec.to_dict())
+    return store, spec
+
+
+def make_llm(spec: RunSpec, store: RunStore, config_path: Path | None, flags: dict[str, Any]):
+    """The LLM client with the run's own cache first (a resume is free) and the user's global
+    cache behind it when that is on."""
+    from ..llm import LLMClient, ResponseCache
+    from ..llm.settings import load_llm_settings
+    from .session import RunCache
+
+    _, settings = load_llm_settings(config_path, model=spec.model, **flags)
+    shared = ResponseCache(settings.cache_path) if settings.cache else None
+    cache = RunCache(ResponseCache(store.run_dir / "llm-cache.sqlite"), shared)
+    from dataclasses import replace
+    # the run cache is always on: offline replay of a killed run must work with --no-cache too
+    return LLMClient(spec.model, replace(settings, cache=True), cache=cache, tags={"run": str(store.run_dir)})
+
+
+def load_tasks(refs: tuple[str, ...]):
+    from ..tasks import load_task_ref
+
+    return [load_task_ref(ref) for ref in refs]
+
+
+def knowledge_for(device_info: dict, backend: str, config_path: Path | None) -> tuple[str, str]:
+    """(backend name for the prompt, knowledge text: the Triton guide and the GPU's figures)."""
+    from .knowledge import detect_gpu, knowledge_text
+
+    spec = detect_gpu(device_info, config_path=config_path) if _accepts_config(detect_gpu) else detect_gpu(device_info)
+    name = {"hip": "AMD", "cuda": "NVIDIA"}.get(backend, "NVIDIA")
+    return name, knowledge_text("hip" if backend == "hip" else "cuda", spec)
+
+
+def _accepts_config(fn: Callable) -> bool:
+    import inspect
+
+    return "config_path" in inspect.signature(fn).parameters
+
+
+def run_session(spec: RunSpec, store: RunStore, llm: Any, judge: Any, *, device_info: dict, backend: str,
+                config_path: Path | None = None, on_event: Callable[[str, dict], None] = lambda k, d: None,
+                concurrency: int | None = None, session_hook: Callable[[Any], None] | None = None
+                ) -> tuple[list[TaskResult], list[str]]:
+    from .prompts import PromptLibrary
+    from .session import AgentSession, make_retrieve
+
+    tasks = load_tasks(spec.task_refs)
+    backend_name, knowledge = knowledge_for(device_info, backend, config_path)
+    ctx = RunContext(
+        llm=llm, judge=judge, store=store, prompts=PromptLibrary(spec.prompts_dir), settings=spec.settings,
+        budget=Budget(store, spec.run_limits, spec.task_limits), backend_name=backend_name, knowledge=knowledge,
+        retrieve=make_retrieve([Path(p) for p in spec.corpus]) if spec.settings.one_shot else None,
+        on_event=on_event)
+    session = AgentSession(store, tasks, ctx, spec.start_codes,
+                           concurrency or max(1, len(tasks) * spec.settings.runs))
+    if session_hook is not None:
+        session_hook(session)
+    results = session.run()
+    return results, session.errors

@@ -1,0 +1,224 @@
+"""One task-run: GEAK's generate → judge → reflect / optimize loop over immutable attempts.
+
+    first attempt ──► judge ──► passed? ── yes ──► optimizer (history in ascending order) ──► judge ...
+                        │
+                        no ──► reflector (code + real error) ──► generator fix ──► judge ...
+                                   after max_debug_attempts failed fixes in one line:
+                                   the debugging trap: a fresh approach (or the optimizer, once
+                                   a correct kernel exists)
+
+Each iteration is one candidate. The memory is re-read from the store at the start, so a killed
+run resumes where it stopped; every prompt is a pure function of the stored attempts, so the
+resumed run's calls are the same requests and the response cache answers them for free.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Protocol
+
+from ..tasks import Task
+from . import generator, optimizer, reflector
+from .answers import CodeAnswer
+from .brief import TaskBrief
+from .calls import LLM, CallParams, Reply
+from .memory import LLM_ERROR, NO_CODE, Attempt, TaskMemory
+from .prompts import PromptLibrary
+
+ROLE_NUMBER = {"generate": 1, "fresh": 2, "reflect": 3, "fix": 4, "optimize": 5}
+
+
+class Judge(Protocol):
+    def submit(self, task: Task, code: str, candidate_id: str | None = None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    iterations: int = 10           # candidates per run (a given starting kernel is not counted)
+    runs: int = 1
+    max_debug_attempts: int = 5    # failed fixes in one line before the debugging trap fires
+    temperature: float = 1.0
+    seed: int = 0                  # base seed; run r samples with seed + r
+    max_tokens: int | None = None  # per LLM call (None: the LLM layer's setting)
+    history: int = optimizer.DEFAULT_HISTORY
+    one_shot: bool = True
+    knowledge: bool = True
+    reflection: bool = True
+    optimizer: bool = True
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1 or self.runs < 1:
+            raise ValueError("--iterations and --runs must be at least 1")
+        if self.max_debug_attempts < 1:
+            raise ValueError("max_debug_attempts must be at least 1")
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: str                      # generate | fresh | fix | optimize
+    line: int
+    parent: int | None
+
+
+@dataclass
+class RunContext:
+    """Everything a task-run needs; shared by all task-runs of a session."""
+
+    llm: LLM
+    judge: Judge
+    store: Any                     # RunStore
+    prompts: PromptLibrary
+    settings: AgentSettings
+    budget: Any                    # Budget
+    backend_name: str = "NVIDIA"
+    knowledge: str = ""
+    retrieve: Callable[[str, Task], Any] | None = None   # (query, task) -> Example | None
+    on_event: Callable[[str, dict], None] = lambda kind, data: None
+    stopping: Callable[[], bool] = lambda: False
+
+
+def plan_next(memory: TaskMemory, settings: AgentSettings) -> Plan | None:
+    """What the next attempt is, from the attempts so far; None: the run is done."""
+    last = memory.last
+    if last is None:
+        return Plan("generate", 0, None)
+    has_correct = bool(memory.correct())
+    if last.passed:
+        if not settings.optimizer:
+            return None  # correct, and nothing more to do without the optimizer
+        return Plan("optimize", last.line + 1, memory.best().index)
+    if memory.failed_fixes() >= settings.max_debug_attempts:
+        # the debugging trap: abandon this line
+        if has_correct and settings.optimizer:
+            return Plan("optimize", last.line + 1, memory.best().index)
+        return Plan("fresh", last.line + 1, None)
+    with_code = [a for a in memory.line_attempts() if a.code is not None]
+    if not with_code:  # nothing in this line to fix yet: write it again
+        return Plan(last.mode if last.mode in ("generate", "fresh", "optimize") else "fresh", last.line,
+                    last.parent if last.mode == "optimize" else None)
+    return Plan("fix", last.line, with_code[-1].index)
+
+
+class TaskRun:
+    def __init__(self, task: Task, brief: TaskBrief, run: int, ctx: RunContext,
+                 start_code: str | None = None) -> None:
+        self.task, self.brief, self.run, self.ctx = task, brief, run, ctx
+        self.start_code = start_code
+        self.tags = {"task": task.name, "run": str(run)}
+
+    # -- the loop -----------------------------------------------------------------------------
+    def execute(self) -> str:
+        """Run to the end; returns why it ended (also stored)."""
+        store, settings = self.ctx.store, self.ctx.settings
+        memory = TaskMemory.of(store.attempts(self.task.name, self.run))
+        self.ctx.budget.start_task(self.task.name)
+        if self.start_code is not None and not len(memory):
+            memory = self._record(memory, self._judged(Attempt(
+                self.task.name, self.run, 0, "given", 0, None, self.start_code, strategy="the user's kernel",
+                created=time.time())))
+        reason = "all iterations done"
+        while self._llm_attempts(memory) < settings.iterations:
+            if self.ctx.stopping():
+                return "interrupted"  # not stored: a resumed run continues this task-run
+            plan = plan_next(memory, settings)
+            if plan is None:
+                reason = "correct (optimizer off)"
+                break
+            spent = self.ctx.budget.exhausted(self.task.name)
+            if spent:
+                reason = spent
+                break
+            memory = self._record(memory, self._attempt(memory, plan))
+        best = memory.best()
+        store.end_task_run(self.task.name, self.run, reason, best.index if best else None)
+        self.ctx.on_event("ended", {"task": self.task.name, "run": self.run, "reason": reason})
+        return reason
+
+    @staticmethod
+    def _llm_attempts(memory: TaskMemory) -> int:
+        return sum(1 for a in memory.attempts if a.mode != "given")
+
+    def _record(self, memory: TaskMemory, attempt: Attempt) -> TaskMemory:
+        self.ctx.store.add_attempt(attempt)
+        self.ctx.on_event("attempt", {"attempt": attempt})
+        return memory.add(attempt)
+
+    # -- one attempt --------------------------------------------------------------------------
+    def _base(self, query: str) -> dict[str, Any]:
+        example = None
+        if self.ctx.settings.one_shot and self.ctx.retrieve is not None and query:
+            example = self.ctx.retrieve(query, self.task)
+        return {"task": self.brief.as_context(), "backend_name": self.ctx.backend_name,
+                "knowledge": self.ctx.knowledge if self.ctx.settings.knowledge else "", "example": example}
+
+    def _params(self, index: int, role: str) -> CallParams:
+        s = self.ctx.settings
+        # distinct per run, attempt and role: two identical prompts (the model repeating a broken
+        # kernel) must not replay one cached answer forever, and a resumed run asks the same
+        return CallParams(temperature=s.temperature, max_tokens=s.max_tokens, seed=s.seed + self.run,
+                          sample_index=self.run * 1_000_000 + index * 10 + ROLE_NUMBER[role])
+
+    def _on_call(self, index: int) -> Callable[[Reply], None]:
+        def record(reply: Reply) -> None:
+            self.ctx.store.add_call(self.task.name, self.run, index, reply)
+            self.ctx.on_event("call", {"task": self.task.name, "run": self.run, "reply": reply})
+        return record
+
+    def _attempt(self, memory: TaskMemory, plan: Plan) -> Attempt:
+        index = len(memory)
+        entry = self.brief.entry_names[0]
+        attempts = memory.attempts
+        parent = attempts[plan.parent] if plan.parent is not None else None
+        reflection = ""
+        tokens, cost = 0, 0.0
+        on_call = self._on_call(index)
+        if plan.mode in ("generate", "fresh"):
+            query = self.start_code or self.brief.reference_code or self.brief.instruction
+            if attempts and attempts[-1].code:
+                query = attempts[-1].code
+            base = self._base(query)
+            messages = generator.first_messages(self.ctx.prompts, base, self.start_code,
+                                                memory.abandoned_strategies() if plan.mode == "fresh" else ())
+        elif plan.mode == "fix":
+            base = self._base(parent.code or "")
+            if self.ctx.settings.reflection:
+                reply, reflection = reflector.reflect(self.ctx.llm, self.ctx.prompts, base, parent,
+                                                      self._params(index, "reflect"), self.tags, on_call)
+                tokens, cost = reply.tokens, reply.cost_usd
+            earlier = [f"{a.kind}: {a.reason[:120]}" for a in memory.line_attempts()[:-1] if not a.passed][-3:]
+            messages = generator.fix_messages(self.ctx.prompts, base, parent, reflection, earlier)
+        else:  # optimize
+            base = self._base(parent.code or "")
+            messages = optimizer.messages(self.ctx.prompts, base, memory.correct(), attempts,
+                                          self.ctx.settings.history)
+        reply, answer = generator.write(self.ctx.llm, plan.mode, messages, entry, self._params(index, plan.mode),
+                                        self.tags, on_call)
+        attempt = Attempt(self.task.name, self.run, index, plan.mode, plan.line, plan.parent, answer.code,
+                          strategy=answer.strategy, reflection=reflection, answer=reply.text,
+                          tokens=tokens + reply.tokens, cost_usd=cost + reply.cost_usd, created=time.time())
+        if answer.code is None:
+            return self._unjudged(attempt, reply, answer)
+        return self._judged(attempt)
+
+    @staticmethod
+    def _unjudged(attempt: Attempt, reply: Reply, answer: CodeAnswer) -> Attempt:
+        kind = LLM_ERROR if not reply.ok else NO_CODE
+        why = f"the LLM call failed: {reply.error}" if not reply.ok else f"the answer held no usable code: {answer.failure}"
+        return replace(attempt, kind=kind, reason=why[:500], feedback=why[:2000])
+
+    def _judged(self, attempt: Attempt) -> Attempt:
+        candidate_id = f"{self.task.name}-r{self.run}-a{attempt.index}-{uuid.uuid4().hex[:8]}"
+        self.ctx.on_event("judging", {"task": self.task.name, "run": self.run, "index": attempt.index})
+        try:
+            verdict = self.ctx.judge.submit(self.task, attempt.code, candidate_id).result()
+        except Exception as exc:  # noqa: BLE001 - the pool was closed, or a judge bug: not the candidate's verdict
+            if self.ctx.stopping():
+                raise
+            why = f"the judge could not decide: {exc!r}"
+            return replace(attempt, candidate_id=candidate_id, kind="judge_error", stage="judge_error",
+                           reason=why[:500], feedback=why + "\n" + traceback.format_exc(limit=3)[-1500:])
+        feedback = verdict.feedback() if hasattr(verdict, "feedback") else (verdict.reason or "")
+        return attempt.with_verdict(verdict, feedback)

@@ -1,0 +1,67 @@
+"""The prompt templates: jinja2 files in `kernelwright/prompts/`, one per prompt kind, that a user
+can read and override (`--prompts DIR`: a file there with the same name wins).
+
+The code only fills templates with data; all wording lives in the files. Undefined variables are
+errors, so a template typo fails at the first prompt rather than sending a broken one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "prompts"
+KINDS = ("system", "generate", "reflect", "fix", "optimize")
+
+
+class PromptError(ValueError):
+    """A template that cannot be loaded or rendered."""
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}g}"
+
+
+class PromptLibrary:
+    def __init__(self, override_dir: Path | str | None = None) -> None:
+        try:
+            import jinja2
+        except ImportError as exc:  # pragma: no cover - jinja2 is a dependency of the agent extra
+            raise PromptError("the agent needs jinja2: pip install 'kernelwright[agent]'") from exc
+        dirs = [str(PACKAGE_DIR)]
+        self.override_dir = None
+        if override_dir is not None:
+            path = Path(override_dir).expanduser()
+            if not path.is_dir():
+                raise PromptError(f"--prompts {path}: not a directory (it should hold .j2 files such as "
+                                  f"generate.j2; copy {PACKAGE_DIR} to start)")
+            self.override_dir = path.resolve()
+            dirs.insert(0, str(self.override_dir))
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
+            trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False, autoescape=False)
+        self.env.globals["fmt"] = _fmt
+        self._jinja = jinja2
+
+    def render(self, kind: str, **context: Any) -> str:
+        if kind not in KINDS:
+            raise PromptError(f"unknown prompt kind {kind!r}; one of {', '.join(KINDS)}")
+        try:
+            text = self.env.get_template(f"{kind}.j2").render(**context)
+        except self._jinja.TemplateError as exc:
+            where = getattr(exc, "filename", None) or f"{kind}.j2"
+            raise PromptError(f"prompt template {where}: {exc}") from exc
+        # collapse runs of blank lines left by optional sections
+        lines, blank = [], 0
+        for line in text.splitlines():
+            blank = blank + 1 if not line.strip() else 0
+            if blank <= 1:
+                lines.append(line.rstrip())
+        return "\n".join(lines).strip() + "\n"
+
+    def messages(self, kind: str, **context: Any) -> list[dict[str, str]]:
+        """[system, user] messages for one prompt of `kind`."""
+        return [{"role": "system", "content": self.render("system", **context)},
+                {"role": "user", "content": self.render(kind, **context)}]

@@ -1,0 +1,24 @@
+"""The reflector (Reflexion): reads a failing kernel and the judge's real feedback (the failing
+case, the mismatch, the candidate's own traceback frames) and says what is wrong and how to fix
+it. Its analysis goes into the generator's fix prompt."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .answers import parse_reflection
+from .calls import LLM, CallParams, Reply, ask
+from .memory import Attempt
+from .prompts import PromptLibrary
+
+
+def messages(prompts: PromptLibrary, base: dict[str, Any], attempt: Attempt) -> list[dict]:
+    return prompts.messages("reflect", **base, attempt=attempt)
+
+
+def reflect(llm: LLM, prompts: PromptLibrary, base: dict[str, Any], attempt: Attempt, params: CallParams,
+            tags: dict[str, str], on_call: Callable[[Reply], None] | None = None) -> tuple[Reply, str]:
+    """The analysis ("" when the call failed or the model said nothing: the fix prompt then
+    goes without one, and the attempt records why)."""
+    reply = ask(llm, "reflect", messages(prompts, base, attempt), params, tags, on_call)
+    return reply, parse_reflection(reply.text) if reply.ok else ""

@@ -1,0 +1,102 @@
+"""What a run produced, read from the store only: per task the best verified kernel over its
+runs (best-of-N by verdict, then speedup), pass@k over the runs, attempts, tokens and cost; and
+the run directory's files (best kernels, results.jsonl, summary.json)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..metrics import pass_at_k
+from ..store import RunStore, write_jsonl
+from .memory import Attempt, performance_key
+
+# Ranking of an attempt's outcome, best last: passed > ran but wrong > did not run > no code.
+def outcome_rank(a: Attempt) -> tuple:
+    return (a.passed, a.correct, a.call, a.code is not None, performance_key(a) if a.passed else (0, 0))
+
+
+@dataclass
+class TaskResult:
+    task: str
+    runs: int
+    attempts: int
+    passed_runs: int
+    best: dict[str, Any] | None              # the best verified attempt (no unverified kernel ever)
+    best_unverified: dict[str, Any] | None   # the closest attempt when none passed, for the report
+    pass_at_k: dict[int, float] = field(default_factory=dict)
+    tokens: int = 0
+    cost_usd: float = 0.0
+    llm_calls: int = 0
+    ended: dict[str, str] = field(default_factory=dict)   # run -> why it ended
+    given_speedup: float | None = None                    # the user's own kernel (optimize)
+
+    @property
+    def improved(self) -> bool | None:
+        """For optimize: whether a generated kernel beats the user's (None: nothing to compare)."""
+        if self.best is None or self.given_speedup is None or self.best.get("speedup") is None:
+            return None
+        return self.best["mode"] != "given" and self.best["speedup"] > self.given_speedup
+
+
+def _summary(a: Attempt) -> dict[str, Any]:
+    return {"run": a.run, "index": a.index, "mode": a.mode, "kind": a.kind, "stage": a.stage,
+            "speedup": a.speedup, "speedup_geomean": a.speedup_geomean, "speedup_ci95": a.speedup_ci95,
+            "candidate_id": a.candidate_id, "reason": a.reason,
+            "timings": [asdict(t) for t in a.timings]}
+
+
+def task_result(store: RunStore, task: str, runs: int) -> TaskResult:
+    attempts = store.attempts(task)
+    by_run: dict[int, list[Attempt]] = {}
+    for a in attempts:
+        by_run.setdefault(a.run, []).append(a)
+    passed = sorted((a for a in attempts if a.passed), key=performance_key)
+    n, c = runs, sum(1 for r in range(runs) if any(a.passed for a in by_run.get(r, [])))
+    calls = store.calls(task)
+    cost, tokens = store.spend(task)
+    closest = max(attempts, key=outcome_rank) if attempts and not passed else None
+    given = [a for a in attempts if a.mode == "given" and a.passed and a.speedup is not None]
+    ended = {str(r): v["reason"] for (t, r), v in store.ended().items() if t == task}
+    return TaskResult(task, runs, len(attempts), c, _summary(passed[-1]) if passed else None,
+                      _summary(closest) if closest else None,
+                      {k: pass_at_k(n, c, k) for k in range(1, n + 1)}, tokens, cost, len(calls), ended,
+                      max(a.speedup for a in given) if given else None)
+
+
+def best_attempt(store: RunStore, task: str) -> Attempt | None:
+    passed = sorted((a for a in store.attempts(task) if a.passed), key=performance_key)
+    return passed[-1] if passed else None
+
+
+def write_outputs(store: RunStore, tasks: list[str], runs: int) -> list[TaskResult]:
+    """best/<task>.py, results.jsonl and summary.json in the run directory."""
+    results = [task_result(store, t, runs) for t in tasks]
+    best_dir = store.run_dir / "best"
+    best_dir.mkdir(exist_ok=True)
+    for r in results:
+        best = best_attempt(store, r.task)
+        path = best_dir / f"{r.task}.py"
+        if best is not None and best.code:
+            path.write_text(best.code)
+        elif path.exists():
+            path.unlink()
+    write_jsonl(store.run_dir / "results.jsonl", (dict(asdict(r), improved=r.improved) for r in results))
+    total_cost, total_tokens = store.spend()
+    summary = {
+        "tasks": len(results), "runs": runs,
+        "passed_tasks": sum(1 for r in results if r.best is not None),
+        "pass_at_k": {k: _mean([r.pass_at_k.get(k) for r in results]) for k in range(1, runs + 1)},
+        "speedup_mean": _mean([r.best["speedup"] for r in results if r.best and r.best["speedup"] is not None]),
+        "tokens": total_tokens, "cost_usd": total_cost, "llm_calls": sum(r.llm_calls for r in results),
+    }
+    (store.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return results
+
+
+def _mean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(vals) / len(vals) if vals else None

@@ -1,0 +1,128 @@
+"""A session: every task × run of one agent invocation, run concurrently against one judge pool
+and one LLM client, with the run directory as its memory.
+
+Task-runs run on a bounded thread pool: while one waits for the model, another's candidate is
+judged, so neither the GPUs nor the provider idle (the LLM layer bounds requests per provider,
+the judge pool bounds candidates per worker). A task-run that hits a bug is reported and left
+open, so `--resume` tries it again; it never takes the others down.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..store import RunStore
+from ..tasks import Task
+from .brief import brief_for
+from .loop import RunContext, TaskRun
+from .results import TaskResult, write_outputs
+
+
+class RunCache:
+    """The LLM response cache of an agent run: the run directory's own cache, which makes a
+    resumed run free, read before the user's global cache (when that is on), which replays
+    identical requests of earlier runs (same prompt, seed and sample)."""
+
+    def __init__(self, run_cache: Any, shared: Any | None = None) -> None:
+        self.run_cache, self.shared = run_cache, shared
+
+    def get(self, key: str):
+        hit = self.run_cache.get(key)
+        if hit is None and self.shared is not None:
+            hit = self.shared.get(key)
+        return hit
+
+    def put(self, key: str, model_id: str, request: Any, response: Any) -> None:
+        self.run_cache.put(key, model_id, request, response)
+        if self.shared is not None:
+            self.shared.put(key, model_id, request, response)
+
+    def __len__(self) -> int:
+        return len(self.run_cache)
+
+    def close(self) -> None:
+        self.run_cache.close()
+        if self.shared is not None:
+            self.shared.close()
+
+
+def golden_sources(task: Task) -> list[str]:
+    """The task's own solutions, which a 1-shot example must never be (nor a near-copy of)."""
+    from .brief import golden_file
+
+    paths = [p for p in (task.triton_reference, task.reference_impl, golden_file(task)) if p]
+    out = []
+    for p in paths:
+        try:
+            out.append(Path(p).read_text(errors="replace"))
+        except OSError:
+            pass
+    return out
+
+
+def make_retrieve(corpus_paths: Sequence[Path] = ()) -> Callable[[str, Task], Any]:
+    """(query, task) -> the most similar example by code, never the task's own solution."""
+    from .retrieval import Retriever, load_corpus
+
+    retriever = Retriever(load_corpus(list(corpus_paths)))
+    excluded: dict[str, list[str]] = {}
+    lock = threading.Lock()
+
+    def retrieve(query: str, task: Task):
+        with lock:
+            if task.ref not in excluded:
+                excluded[task.ref] = golden_sources(task)
+            return retriever.best(query, exclude=excluded[task.ref])
+
+    return retrieve
+
+
+class AgentSession:
+    def __init__(self, store: RunStore, tasks: Sequence[Task], ctx: RunContext,
+                 start_codes: dict[str, str] | None = None, concurrency: int = 4) -> None:
+        self.store, self.tasks, self.ctx = store, list(tasks), ctx
+        self.start_codes = start_codes or {}
+        self.concurrency = max(1, concurrency)
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        ctx.stopping = self._stop.is_set
+
+    def stop(self) -> None:
+        """No new LLM call or candidate starts; task-runs in flight end as "interrupted"."""
+        self._stop.set()
+
+    def pending(self) -> list[tuple[Task, int]]:
+        ended = self.store.ended()
+        return [(t, r) for t in self.tasks for r in range(self.ctx.settings.runs) if (t.name, r) not in ended]
+
+    def run(self) -> list[TaskResult]:
+        todo = self.pending()
+        briefs = {t.name: brief_for(t) for t in self.tasks}
+
+        def one(task: Task, run: int) -> None:
+            try:
+                TaskRun(task, briefs[task.name], run, self.ctx, self.start_codes.get(task.name)).execute()
+            except Exception as exc:  # noqa: BLE001 - one task-run's bug must not stop the others
+                if self._stop.is_set():
+                    return
+                self.errors.append(f"{task.name} run {run}: {exc!r}\n{traceback.format_exc(limit=6)}")
+                self.ctx.on_event("error", {"task": task.name, "run": run, "error": repr(exc)})
+
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(todo))),
+                                  thread_name_prefix="task-run")
+        futures = [pool.submit(one, t, r) for t, r in todo]
+        try:
+            for f in futures:
+                f.result()
+        except BaseException:
+            # Ctrl-C: stop starting work and return at once; the caller closes the judge pool,
+            # which ends the candidates in flight without verdicts (so a resume judges them)
+            self._stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return write_outputs(self.store, [t.name for t in self.tasks], self.ctx.settings.runs)
