@@ -1,0 +1,380 @@
+"""1-shot example retrieval by code similarity (BM25 over code tokens), as in GEAK.
+
+The corpus holds Triton programs: the built-in suite's reference kernels, plus any user corpus (a
+folder of .py files, searched recursively, or a JSON list such as TritonBench's `train_crawl.json`,
+read from the user's own checkout). Only programs with a `@triton.jit` kernel are kept; files over
+`MAX_EXAMPLE_CHARS` (after cutting a TritonBench test harness) are skipped, since a truncated kernel
+is a broken example.
+
+`Retriever.best(query, exclude=...)` returns the top example by BM25 score, but never the task's own
+solution: any example whose similarity to an excluded text (the task's reference sources) reaches
+`EXCLUDE_SIMILARITY`, or whose file name is the reference's, is dropped. See `similarity`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import hashlib
+import json
+import keyword
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+__all__ = ["Example", "Corpus", "Retriever", "load_corpus", "tokenize", "similarity", "BUILTIN_REFS_DIR",
+           "EXCLUDE_SIMILARITY", "SHINGLE", "MAX_EXAMPLE_CHARS"]
+
+BUILTIN_REFS_DIR = Path(__file__).resolve().parent.parent / "suites" / "builtin" / "triton_refs"
+MAX_EXAMPLE_CHARS = 12_000
+SHINGLE = 5
+# An example is the task's own solution, or a near-copy of it, when its 5-gram shingle Jaccard
+# similarity to an excluded text reaches this on either of two views of the code (see `similarity`).
+# Measured on the 31 built-in kernels: a reference with its variables renamed and comments added
+# scores 1.0 on the renamed view (0.43 on the exact one); distinct kernels score below 0.32 on the
+# renamed view, except pairs that are near-copies in fact (flash_attention / its causal variant 0.99,
+# matmul_bf16 / matmul_fp32 0.56, gelu / silu 0.53: one line apart) and bias_gelu / dequantize 0.53.
+# 0.5 sits between, erring on the side of excluding: a lost example costs little, a leaked answer
+# voids the run.
+EXCLUDE_SIMILARITY = 0.5
+
+_JIT = re.compile(r"@triton\.jit\b|@jit\b")
+# TritonBench files: kernel + wrapper, a separator line of '#', then the test harness
+_SEPARATOR = re.compile(r"^#{20,}\s*$", re.M)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b)|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_STOP = set(keyword.kwlist) | {"self", "cls", "none", "true", "false"}
+
+
+# -- tokens ----------------------------------------------------------------------------------
+def tokenize(code: str) -> list[str]:
+    """BM25 tokens of code, lowercased: each identifier, its snake_case / camelCase parts, and for
+    dotted names the full name and its parts (`tl.load` -> "tl.load", "tl", "load"), so Triton API
+    use ("tl.dot", "tl.atomic_add") counts as much as naming. Comments and strings are kept: their
+    words ("softmax", "row max") describe the kernel.
+
+    Pure numbers are dropped: literal sizes (1024, 128, 0.5) vary freely between implementations of
+    one operation and across tuning configs, so they would pull together unrelated kernels that share a
+    block size and push apart two matmuls with different tiles. Digits inside identifiers stay
+    ("float16", "exp2", "int64"). Python keywords and one-letter parts are dropped as noise."""
+    tokens: list[str] = []
+    for match in _WORD.finditer(code):
+        dotted = re.sub(r"\s+", "", match.group(0))
+        names = dotted.split(".")
+        if len(names) > 1:
+            # "tl.load", and for longer chains each adjacent pair ("triton.language", "language.extra")
+            tokens.extend(f"{a}.{b}".lower() for a, b in zip(names, names[1:]))
+        for name in names:
+            low = name.lower()
+            if low in _STOP:
+                continue
+            if len(low) > 1:
+                tokens.append(low)
+            parts = [p.lower() for chunk in name.split("_") if chunk for p in _CAMEL.findall(chunk)]
+            if len(parts) > 1:
+                tokens.extend(p for p in parts if len(p) > 1 and not p.isdigit() and p != low)
+    return tokens
+
+
+_LEX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\S")
+_API_ROOTS = {"tl", "triton", "torch", "math", "libdevice", "np"}
+_BUILTINS = set(dir(builtins))
+
+
+def _strip_comments(code: str) -> str:
+    code = re.sub(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'', " ", code)  # docstrings
+    return re.sub(r"#[^\n]*", " ", code)
+
+
+def _views(code: str) -> tuple[list[str], list[str]]:
+    """Two token sequences for copy detection, comments and docstrings removed: the exact lexical
+    tokens, and a renamed view where each local identifier becomes v0, v1, ... in order of first
+    appearance and every number "0" (kept: keywords, builtins, the Triton/torch API roots and
+    attribute names after a dot). Consistent renaming maps a copy with renamed variables onto the
+    original exactly, yet keeps which value flows where, so that two different kernels of one shape
+    do not collapse onto each other (a blind "every name is v" view scored gelu vs. swiglu 0.73)."""
+    exact, renamed = [], []
+    local: dict[str, str] = {}
+    previous = ""
+    for lex in _LEX.findall(_strip_comments(code)):
+        exact.append(lex)
+        if lex[0].isdigit():
+            renamed.append("0")
+        elif lex[0].isalpha() or lex[0] == "_":
+            keep = lex in _API_ROOTS or keyword.iskeyword(lex) or lex in _BUILTINS or previous == "."
+            renamed.append(lex if keep else local.setdefault(lex, f"v{len(local)}"))
+        else:
+            renamed.append(lex)
+        previous = lex
+    return exact, renamed
+
+
+def _shingles(tokens: Sequence[str], n: int = SHINGLE) -> frozenset:
+    if len(tokens) < n:
+        return frozenset([tuple(tokens)]) if tokens else frozenset()
+    return frozenset(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def _jaccard(a: frozenset, b: frozenset) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fingerprint(code: str) -> tuple[frozenset, frozenset]:
+    exact, renamed = _views(code)
+    return _shingles(exact), _shingles(renamed)
+
+
+def similarity(a: str, b: str) -> float:
+    """Near-copy similarity in [0, 1]: the larger of the Jaccard similarities of the two texts'
+    5-token shingle sets on the exact view and on the renamed view (`_views`). Comments and
+    docstrings do not count, so added comments leave it unchanged; renamed variables leave the
+    renamed view unchanged; reordered or rewritten code lowers both."""
+    fa, fb = _fingerprint(a), _fingerprint(b)
+    return max(_jaccard(fa[0], fb[0]), _jaccard(fa[1], fb[1]))
+
+
+# -- examples and corpora --------------------------------------------------------------------
+@dataclass(frozen=True)
+class Example:
+    name: str      # file stem, or the entry's name in a JSON corpus
+    code: str
+    source: str    # where it came from: a path, or "path#index" for a JSON entry
+
+    @property
+    def file_name(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+
+def _prepare(code: str) -> str | None:
+    """The example text kept in a corpus, or None: no Triton kernel, or too large. A TritonBench test
+    harness (after its separator line of '#', when what follows defines tests) is cut: it shows
+    nothing about writing the kernel and would crowd the prompt."""
+    if not isinstance(code, str) or not _JIT.search(code):
+        return None
+    for match in _SEPARATOR.finditer(code):
+        rest = code[match.end():]
+        if re.search(r"^def test_|^result_gold\b|^import pytest|^@pytest", rest, re.M):
+            code = code[:match.start()].rstrip() + "\n"
+            break
+    if len(code) > MAX_EXAMPLE_CHARS or not _JIT.search(code):
+        return None
+    return code
+
+
+class Corpus:
+    """Examples with their BM25 tokens (tokenized once, on first use)."""
+
+    def __init__(self, examples: Iterable[Example] = ()) -> None:
+        self.examples: list[Example] = []
+        for ex in examples:
+            code = _prepare(ex.code)
+            if code is not None:
+                self.examples.append(ex if code == ex.code else Example(ex.name, code, ex.source))
+        self._tokens: list[list[str]] | None = None
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __iter__(self):
+        return iter(self.examples)
+
+    def __add__(self, other: "Corpus") -> "Corpus":
+        return Corpus([*self.examples, *other.examples])
+
+    @property
+    def tokens(self) -> list[list[str]]:
+        with self._lock:
+            if self._tokens is None:
+                self._tokens = [_cached_tokens(ex.code) for ex in self.examples]
+            return self._tokens
+
+    # constructors
+    @classmethod
+    def builtin(cls) -> "Corpus":
+        return cls.from_folder(BUILTIN_REFS_DIR, recursive=False)
+
+    @classmethod
+    def from_folder(cls, folder: Path | str, recursive: bool = True) -> "Corpus":
+        folder = Path(folder)
+        return _load_folder(str(folder.resolve()), recursive, _tree_stamp(folder, recursive))
+
+    @classmethod
+    def from_json(cls, path: Path | str) -> "Corpus":
+        path = Path(path)
+        stat = path.stat()
+        return _load_json(str(path.resolve()), (stat.st_mtime_ns, stat.st_size))
+
+    @classmethod
+    def from_path(cls, path: Path | str) -> "Corpus":
+        """A folder of .py files (recursively), a .json list (train_crawl.json style) or one .py file."""
+        path = Path(path).expanduser()
+        if path.is_dir():
+            return cls.from_folder(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"corpus {path} does not exist")
+        if path.suffix == ".json":
+            return cls.from_json(path)
+        return cls([Example(path.stem, path.read_text(errors="replace"), str(path))])
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_tokens(code: str) -> list[str]:
+    return tokenize(code)
+
+
+def _tree_stamp(folder: Path, recursive: bool) -> tuple:
+    files = sorted(folder.rglob("*.py") if recursive else folder.glob("*.py"))
+    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files if p.is_file())
+
+
+@functools.lru_cache(maxsize=32)
+def _load_folder(folder: str, recursive: bool, stamp: tuple) -> Corpus:
+    root = Path(folder)
+    examples = []
+    for name, _, _ in stamp:
+        path = Path(name)
+        try:
+            code = path.read_text(errors="replace")
+        except OSError:
+            continue
+        rel = path.relative_to(root).with_suffix("").as_posix()
+        examples.append(Example(rel, code, str(path)))
+    corpus = Corpus(examples)
+    corpus.tokens  # noqa: B018 - tokenize once, while cached
+    return corpus
+
+
+# code and name fields of the JSON corpora we know: TritonBench train_crawl.json ("code"),
+# train_synth.json and the TritonBench-G instruction files ("output"), other crawls ("content")
+_CODE_FIELDS = ("code", "content", "output", "source", "text")
+_NAME_FIELDS = ("file", "name", "file_name", "filename", "path", "repo_name", "repo")
+
+
+@functools.lru_cache(maxsize=8)
+def _load_json(path: str, stamp: tuple) -> Corpus:
+    try:
+        data = json.loads(Path(path).read_text(errors="replace"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"corpus {path} is not valid JSON: {exc}") from None
+    if isinstance(data, dict):  # {"data": [...]} or {name: code}
+        data = data.get("data", data.get("items", [{"name": k, "code": v} for k, v in data.items()
+                                                    if isinstance(v, str)]))
+    if not isinstance(data, list):
+        raise ValueError(f"corpus {path}: expected a JSON list of objects with a code field")
+    examples = []
+    for i, item in enumerate(data):
+        if isinstance(item, str):
+            code, name = item, f"{Path(path).stem}[{i}]"
+        elif isinstance(item, dict):
+            code = next((item[k] for k in _CODE_FIELDS if isinstance(item.get(k), str) and item[k].strip()), None)
+            label = next((str(item[k]) for k in _NAME_FIELDS if item.get(k)), "")
+            name = Path(label).stem if label else f"{Path(path).stem}[{i}]"
+        else:
+            continue
+        if code:
+            examples.append(Example(name, code, f"{path}#{i}"))
+    corpus = Corpus(examples)
+    corpus.tokens  # noqa: B018
+    return corpus
+
+
+def load_corpus(extra_paths: Sequence[Path | str] = ()) -> Corpus:
+    """The built-in suite's Triton kernels plus each extra path (a folder or a train_crawl.json)."""
+    corpus = Corpus.builtin()
+    for path in extra_paths:
+        corpus = corpus + Corpus.from_path(path)
+    return corpus
+
+
+# -- retrieval -------------------------------------------------------------------------------
+def _bm25_class():
+    try:
+        from rank_bm25 import BM25Okapi
+    except ImportError:
+        raise ImportError("example retrieval needs the rank-bm25 package: pip install rank-bm25") from None
+    return BM25Okapi
+
+
+@dataclass
+class _Excluded:
+    texts: list[str] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+
+
+class Retriever:
+    """Top-1 example by BM25 over code tokens, never the task's own solution or a near-copy."""
+
+    def __init__(self, corpus: Corpus, threshold: float = EXCLUDE_SIMILARITY) -> None:
+        self.corpus = corpus
+        self.threshold = threshold
+        self._bm25 = None
+        if len(corpus):
+            tokens = corpus.tokens
+            # BM25Okapi divides by the average length: an all-empty corpus would fail
+            self._bm25 = _bm25_class()(tokens) if any(tokens) else None
+
+    def ranked(self, query: str, exclude: Sequence[str | os.PathLike] = (), k: int = 5,
+               exclude_names: Sequence[str] = ()) -> list[tuple[Example, float]]:
+        """Up to k (example, score) pairs, best first, with excluded examples removed; examples that
+        share no token with the query (score <= 0) are not returned."""
+        if self._bm25 is None or not query:
+            return []
+        # each query token once: rank_bm25 adds a term's score for every repetition in the query,
+        # and a whole program as query would be ranked by its most repeated generic tokens
+        # ("ptr", "mask", "offs") rather than by what it computes
+        q = list(dict.fromkeys(tokenize(query)))
+        if not q:
+            return []
+        excluded = self._excluded(exclude, exclude_names)
+        scores = self._bm25.get_scores(q)
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], self.corpus.examples[i].name))
+        out: list[tuple[Example, float]] = []
+        for i in order:
+            if scores[i] <= 0 or len(out) >= k:
+                break
+            example = self.corpus.examples[i]
+            if not self.is_excluded(example, excluded):
+                out.append((example, float(scores[i])))
+        return out
+
+    def best(self, query: str, exclude: Sequence[str | os.PathLike] = (),
+             exclude_names: Sequence[str] = ()) -> Example | None:
+        """The most similar example to `query`, or None. `exclude` holds the task's reference
+        source texts (a `Path` also excludes by its file name); `exclude_names` file names or stems."""
+        ranked = self.ranked(query, exclude, k=1, exclude_names=exclude_names)
+        return ranked[0][0] if ranked else None
+
+    def is_excluded(self, example: Example, excluded: "_Excluded") -> bool:
+        if example.file_name.lower() in excluded.names:
+            return True
+        return any(similarity(example.code, text) >= self.threshold for text in excluded.texts)
+
+    @staticmethod
+    def _excluded(exclude: Sequence[str | os.PathLike], names: Sequence[str]) -> _Excluded:
+        out = _Excluded(names={Path(n).stem.lower() for n in names if n})
+        for item in exclude:
+            if isinstance(item, os.PathLike):
+                path = Path(item)
+                out.names.add(path.stem.lower())
+                try:
+                    out.texts.append(path.read_text(errors="replace"))
+                except OSError:
+                    pass
+            elif isinstance(item, str) and item.strip():
+                out.texts.append(item)
+        return out
+
+
+def corpus_digest(corpus: Corpus) -> str:
+    """A short hash of the corpus contents (for run records)."""
+    h = hashlib.sha256()
+    for ex in corpus:
+        h.update(ex.name.encode() + b"\0" + ex.code.encode() + b"\0")
+    return h.hexdigest()[:16]
