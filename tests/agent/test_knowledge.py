@@ -209,3 +209,12 @@ def test_knowledge_text_combines_spec_and_guide():
     assert text.startswith("### Target GPU: AMD Instinct MI355X") and "## AMD specifics" in text
     assert "## AMD specifics" in knowledge_text("", spec)  # the backend follows the spec's vendor
     assert "Unknown GPU" in knowledge_text("cuda", None) and "## NVIDIA specifics" in knowledge_text("cuda", None)
+
+
+def test_docs_table_is_current():
+    from kernelwright.agent.knowledge import gpu_table_markdown
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "knowledge.md").read_text()
+    start, end = docs.index("<!-- gpu-table -->\n") + len("<!-- gpu-table -->\n"), docs.index("<!-- /gpu-table -->")
+    assert docs[start:end].strip() == gpu_table_markdown().strip(), \
+        "regenerate the table in docs/knowledge.md from gpu_table_markdown()"

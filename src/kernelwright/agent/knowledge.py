@@ -35,8 +35,8 @@ from typing import Any, Mapping
 from ..config import Config, ConfigError, SettingSpec, load_config, register, register_table
 from ..judge.hardware import MATH_ALIASES, SPECS, DeviceSpec, GPUSpec, spec_by_name, spec_for
 
-__all__ = ["GPUSpec", "detect_gpu", "gpu_overrides", "gpu_spec_text", "knowledge_text", "triton_guide",
-           "normalize_backend", "KNOWLEDGE_DIR"]
+__all__ = ["GPUSpec", "detect_gpu", "gpu_overrides", "gpu_spec_text", "gpu_table_markdown", "knowledge_text",
+           "triton_guide", "normalize_backend", "KNOWLEDGE_DIR"]
 
 KNOWLEDGE_DIR = Path(__file__).resolve().parent.parent / "prompts" / "knowledge"
 
@@ -292,3 +292,33 @@ def knowledge_text(backend: str | None, spec: GPUSpec | None) -> str:
     if not backend and spec is not None:
         backend = spec.vendor
     return f"{gpu_spec_text(spec)}\n\n{triton_guide(backend)}\n"
+
+
+# -- the table for docs/knowledge.md ---------------------------------------------------------
+def gpu_table_markdown() -> str:
+    """The GPU table as markdown (figures, then each figure's source): docs/knowledge.md embeds it
+    between `<!-- gpu-table -->` markers, and a test keeps the two in sync."""
+    def cell(value: Any, unit: str = "") -> str:
+        return "?" if value in (None, "") else f"{_num(value) if isinstance(value, (int, float)) else value}{unit}"
+
+    head = ("| GPU | arch | SMs/CUs | warp | smem/LDS per block | regs per SM/CU | L2 | LLC | memory | "
+            "bandwidth | FP64 | FP32 | TF32 | FP16 | BF16 | FP8 | INT8 |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for s in SPECS:
+        rates = [cell(s.tflops.get(m)) if m in s.tflops else "-" for m in
+                 ("float64", "float32", "tf32", "float16", "bfloat16", "float8", "int8")]
+        lines.append("| " + " | ".join([
+            s.name, s.arch, cell(s.sm_count), str(s.warp_size), cell(s.smem_per_block_kb, " KB"),
+            cell(s.regfile_per_sm_kb, " KB"), cell(s.l2_mb, " MB"), cell(s.llc_mb, " MB") if s.llc_mb else "-",
+            f"{cell(s.memory_gb, ' GB')} {s.memory_type}".strip(), f"{s.bandwidth_tbs:g} TB/s", *rates]) + " |")
+    lines.append("")
+    lines.append("Peaks are dense TFLOP/s (INT8: TOP/s); `-` means no such math on that GPU, `?` a figure "
+                 "not published.")
+    lines.append("")
+    lines.append("Sources, per GPU and figure (`*`: every figure not listed separately):")
+    lines.append("")
+    for s in SPECS:
+        lines.append(f"- **{s.name}**" + (f" — {s.notes}" if s.notes else ""))
+        for key, source in s.sources.items():
+            lines.append(f"  - `{key}`: {source}")
+    return "\n".join(lines)

@@ -34,11 +34,12 @@ SHINGLE = 5
 # An example is the task's own solution, or a near-copy of it, when its 5-gram shingle Jaccard
 # similarity to an excluded text reaches this on either of two views of the code (see `similarity`).
 # Measured on the 31 built-in kernels: a reference with its variables renamed and comments added
-# scores 1.0 on the renamed view (0.43 on the exact one); distinct kernels score below 0.32 on the
-# renamed view, except pairs that are near-copies in fact (flash_attention / its causal variant 0.99,
-# matmul_bf16 / matmul_fp32 0.56, gelu / silu 0.53: one line apart) and bias_gelu / dequantize 0.53.
-# 0.5 sits between, erring on the side of excluding: a lost example costs little, a leaked answer
-# voids the run.
+# scores 1.0 (0.43 on the exact view alone). Pairs of different built-in kernels reaching 0.5 are
+# siblings that share most of their code, in effect the answer with a line or two changed
+# (flash_attention/causal 0.99, gelu/silu 0.74, the matmul variants 0.60-0.73, row_max/row_sum 0.71,
+# layernorm/rmsnorm backward 0.69, forward 0.54, row_argmax/row_max 0.51; bias_gelu/dequantize 0.53);
+# every other pair scores below 0.45. 0.5 errs on the side of excluding: a lost example costs
+# little, a leaked answer voids the run.
 EXCLUDE_SIMILARITY = 0.5
 
 _JIT = re.compile(r"@triton\.jit\b|@jit\b")

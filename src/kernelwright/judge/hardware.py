@@ -159,8 +159,8 @@ SPECS: tuple[DeviceSpec, ...] = (
         vendor="nvidia", arch="sm_90", family="Hopper", sm_count=132, warp_size=32,
         smem_per_block_kb=227, smem_per_sm_kb=228, regfile_per_sm_kb=256, l2_mb=50, memory_gb=94,
         memory_type="HBM3", aliases=("h100 nvl",),
-        sources={"*": _H100_DS, "sm_count": "uncertain: 132 SMs as H100 SXM5 (reported by torch on the "
-                                            "part; not in the datasheet)",
+        sources={"*": _H100_DS, "sm_count": "uncertain: assumed 132 SMs as on H100 SXM5 (the same "
+                                            "GH100 configuration); the datasheet gives no SM count",
                  "l2_mb": _HOPPER_WP, "smem_per_block_kb": _HOPPER_TG, "smem_per_sm_kb": _HOPPER_TG,
                  "regfile_per_sm_kb": _NV_REGS,
                  "tflops": f"{_H100_DS} (H100 NVL column, per GPU, sparse halved and rounded)"}),
