@@ -32,6 +32,7 @@ class RunSpec:
     prompts_dir: str | None = None
     device: str = "auto"
     judge_seeds: int = 3
+    perf: bool | None = None                      # None: timed on GPUs, not under the interpreter
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -91,18 +92,13 @@ def load_tasks(refs: tuple[str, ...]):
 
 
 def knowledge_for(device_info: dict, backend: str, config_path: Path | None) -> tuple[str, str]:
-    """(backend name for the prompt, knowledge text: the Triton guide and the GPU's figures)."""
+    """(vendor name for the prompt, knowledge text: the Triton guide and the judged GPU's figures,
+    `[gpu]` of kernelwright.toml overriding them)."""
     from .knowledge import detect_gpu, knowledge_text
 
-    spec = detect_gpu(device_info, config_path=config_path) if _accepts_config(detect_gpu) else detect_gpu(device_info)
-    name = {"hip": "AMD", "cuda": "NVIDIA"}.get(backend, "NVIDIA")
-    return name, knowledge_text("hip" if backend == "hip" else "cuda", spec)
-
-
-def _accepts_config(fn: Callable) -> bool:
-    import inspect
-
-    return "config_path" in inspect.signature(fn).parameters
+    spec = detect_gpu(device_info, config_path=config_path)
+    name = {"hip": "AMD", "cuda": "NVIDIA"}.get(backend, "NVIDIA and AMD")
+    return name, knowledge_text("cpu" if backend == "cpu" else backend, spec)
 
 
 def run_session(spec: RunSpec, store: RunStore, llm: Any, judge: Any, *, device_info: dict, backend: str,

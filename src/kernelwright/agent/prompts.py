@@ -53,11 +53,11 @@ class PromptLibrary:
         except self._jinja.TemplateError as exc:
             where = getattr(exc, "filename", None) or f"{kind}.j2"
             raise PromptError(f"prompt template {where}: {exc}") from exc
-        # collapse runs of blank lines left by optional sections
+        # collapse runs of blank lines left by optional sections (code keeps its two)
         lines, blank = [], 0
         for line in text.splitlines():
             blank = blank + 1 if not line.strip() else 0
-            if blank <= 1:
+            if blank <= 2:
                 lines.append(line.rstrip())
         return "\n".join(lines).strip() + "\n"
 

@@ -51,6 +51,7 @@ KnowledgeOpt = Annotated[bool, typer.Option("--knowledge/--no-knowledge", help="
 OptimizerOpt = Annotated[bool, typer.Option("--optimizer/--no-optimizer", help="optimize correct kernels")]
 ReflectOpt = Annotated[bool, typer.Option("--reflection/--no-reflection", help="analyse failures before fixing")]
 SeedsOpt = Annotated[int, typer.Option("--judge-seeds", min=1, max=50, help="fresh seeds per correctness case")]
+PerfOpt = Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs, not under the CPU interpreter)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the summary as JSON")]
 TaskOpt = Annotated[Optional[str], typer.Option("--task", "-t", help="task name, task file, or a suite's task (with --suite)")]
 SuiteOpt = Annotated[str, typer.Option("--suite", "-s", help="suite of --task: builtin, tritonbench-revised, rocm, kernelbench, tritonbench-t")]
@@ -82,7 +83,7 @@ def generate_command(
     time_limit: TimeOpt = None, task_max_cost: TaskCostOpt = None, task_max_tokens: TaskTokensOpt = None,
     task_time_limit: TaskTimeOpt = None, device: DeviceOpt = "auto", out: OutOpt = None, resume: ResumeOpt = None,
     prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True, knowledge: KnowledgeOpt = True,
-    optimizer: OptimizerOpt = True, reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, as_json: JsonOpt = False,
+    optimizer: OptimizerOpt = True, reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, perf: PerfOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Write a Triton kernel with the agent: from your instruction and PyTorch reference, or for
     an existing task (--task). Writes the best verified kernel and a run directory.
@@ -104,7 +105,7 @@ def optimize_command(
     time_limit: TimeOpt = None, task_max_cost: TaskCostOpt = None, task_max_tokens: TaskTokensOpt = None,
     task_time_limit: TaskTimeOpt = None, device: DeviceOpt = "auto", out: OutOpt = None, resume: ResumeOpt = None,
     prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True, knowledge: KnowledgeOpt = True,
-    reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, as_json: JsonOpt = False,
+    reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, perf: PerfOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Make your working Triton kernel faster: the agent starts from it and returns a faster
     verified kernel, or says that none was found.
@@ -141,7 +142,8 @@ def _agent_command(command: str, kernel: Optional[Path], o: dict[str, Any]) -> N
                            Limits(o["task_max_cost"], o["task_max_tokens"], o["task_time_limit"]),
                            {task_ref.name: start_code} if start_code is not None else {},
                            tuple(str(Path(p).expanduser().resolve()) for p in (o["corpus"] or [])),
-                           str(Path(o["prompts"]).resolve()) if o["prompts"] else None, o["device"], o["judge_seeds"])
+                           str(Path(o["prompts"]).resolve()) if o["prompts"] else None, o["device"], o["judge_seeds"],
+                           o["perf"])
             out = o["out"] or o.get("_out") or _default_out(task_ref.name)
             store, spec = open_run(out, spec, resume=False)
     except (StoreError, PromptError, ValueError) as exc:
@@ -197,7 +199,7 @@ def _llm_flags(o: dict[str, Any]) -> dict[str, Any]:
 
 def _execute(store, spec, o: dict[str, Any], as_json: bool) -> None:
     from ..agent.app import make_llm, run_session
-    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool
+    from ..judge import DeviceUnavailable
     from ..llm import LLMConfigError
     from .agent_progress import AgentProgress
 
@@ -207,7 +209,7 @@ def _execute(store, spec, o: dict[str, Any], as_json: bool) -> None:
         store.close()
         raise _error(str(exc), as_json) from None
     try:
-        pool = JudgePool(spec.device, options=JudgeOptions(seeds=spec.judge_seeds))
+        pool = _judge_pool(spec)
     except DeviceUnavailable as exc:
         store.close()
         raise _error(str(exc), as_json) from None
@@ -235,6 +237,21 @@ def _execute(store, spec, o: dict[str, Any], as_json: bool) -> None:
     code = _report(store, spec, results, errors, as_json)
     store.close()
     raise typer.Exit(code)
+
+
+def _judge_pool(spec):
+    """A worker per task-run in flight, up to the judge's default per device: more would only
+    start processes that wait."""
+    from ..judge import JudgeOptions, JudgePool, detect_backend
+    from ..judge.pool import default_workers_per_device
+
+    backend, count = detect_backend(spec.device)
+    in_flight = len(spec.task_refs) * spec.settings.runs
+    options = JudgeOptions(seeds=spec.judge_seeds, perf=spec.perf)
+    if backend == "cpu":
+        return JudgePool("cpu", workers=max(1, min(count, in_flight)), options=options)
+    per_device = max(1, min(default_workers_per_device(count), -(-in_flight // count)))
+    return JudgePool(spec.device, options=options, workers_per_device=per_device)
 
 
 def _report(store, spec, results, errors, as_json: bool) -> int:

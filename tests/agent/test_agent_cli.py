@@ -1,0 +1,131 @@
+"""`kernelwright generate` / `optimize` as a user runs them: subprocesses against the scripted
+server, judged on the CPU interpreter. Includes a run killed with SIGKILL and resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .agent_support import BROKEN, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, REFLECT_MARK, ROOT, TINY_ADD, answer, role_of
+from kernelwright.llm.testing import ScriptedServer
+
+pytestmark = pytest.mark.slow
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
+    """The command in a folder without a kernelwright.toml, ignoring the user's settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    return subprocess.Popen([sys.executable, "-m", "kernelwright", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+                            cwd=cwd or Path(os.environ.get("TMPDIR", "/tmp")))
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, dict, str]:
+    out, err = proc.communicate(timeout=timeout)
+    try:
+        data = json.loads(out) if out.strip() else {}
+    except json.JSONDecodeError:
+        raise AssertionError(f"not JSON on stdout: {out!r}\nstderr: {err}") from None
+    return proc.returncode, data, err
+
+
+def llm_flags(server) -> list[str]:
+    return ["--model", MODEL, "--base-url", server.openai_base_url, "--no-cache", "--device", "cpu",
+            "--judge-seeds", "1", "--json"]
+
+
+def rows(db: Path, query: str) -> list:
+    if not db.is_file():
+        return []
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            return conn.execute(query).fetchall()
+    except sqlite3.OperationalError:
+        return []
+
+
+SCRIPT = {"rules": [
+    {"match": REFLECT_MARK, "content": "UNDEFINED_BLOCK_SIZE is not defined: use 1024."},
+    {"match": "Your previous attempt", "delay_s": 4.0, **answer(GOOD)},
+    {"match": OPTIMIZE_MARK, **answer(GOOD_SMALL_BLOCKS)},
+], "default": answer(BROKEN)}
+
+
+def test_sigkill_then_resume_same_results_no_repeated_calls(tmp_path):
+    run = tmp_path / "run"
+    with ScriptedServer(SCRIPT) as server:
+        proc = cli("generate", "--task", str(TINY_ADD), "--iterations", "3", "--seed", "3", "--out", str(run),
+                   *llm_flags(server))
+        deadline = time.monotonic() + 240
+        # kill once the first attempt is judged and the reflector has answered, while the fix is in flight
+        while len(rows(run / "run.sqlite", "SELECT id FROM llm_calls")) < 2:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        answered_before = [r.prompt for r in server.requests[:2]]
+        assert [role_of(p) for p in answered_before] == ["generate", "reflect"]
+        n_before = len(server.requests)
+
+        code, data, err = finish(cli("generate", "--resume", str(run), *llm_flags(server)))
+        after = [r.prompt for r in server.requests[n_before:]]
+    assert code == 0, err
+    assert not set(after) & set(answered_before)  # nothing already answered was asked again
+    assert [role_of(p) for p in after] == ["fix", "optimize"]
+    modes = [(m, k) for m, k in rows(run / "run.sqlite", "SELECT mode, kind FROM attempts ORDER BY idx")]
+    assert modes == [("generate", "runtime_error"), ("fix", "passed"), ("optimize", "passed")]
+    result = data["results"][0]
+    assert result["best"] is not None and (run / "best" / "tiny_add.py").is_file()
+
+
+def test_generate_from_instruction_and_reference(tmp_path):
+    ref = tmp_path / "ref.py"
+    ref.write_text("import torch\n\n\ndef vector_add(x, y):\n    return x + y\n\n\n"
+                   "def get_inputs():\n    return [torch.randn(1000), torch.randn(1000)]\n")
+    with ScriptedServer({"default": answer(GOOD)}) as server:
+        code, data, err = finish(cli("generate", "Add two float32 vectors.", "--entry", "vector_add(x, y)",
+                                     "--reference", str(ref), "--iterations", "1", "--out", str(tmp_path / "run"),
+                                     *llm_flags(server)))
+        prompt = server.requests[0].prompt
+    assert code == 0, err
+    assert "Add two float32 vectors." in prompt and "vector_add(x, y)" in prompt and "return x + y" in prompt
+    assert (tmp_path / "run" / "best" / "vector_add.py").read_text() == GOOD
+
+
+def test_generate_usage_errors_are_clear(tmp_path):
+    code, data, err = finish(cli("generate", "--task", str(TINY_ADD), "--device", "cpu", "--json",
+                                 "--out", str(tmp_path / "r")), timeout=60)
+    assert code == 2 and "no model chosen" in data["error"]
+    ref = tmp_path / "ref.py"
+    ref.write_text("def vector_add(x, y):\n    return x + y\n")
+    code, data, err = finish(cli("generate", "Add.", "--entry", "vector_add(x, y)", "--reference", str(ref),
+                                 "--model", MODEL, "--base-url", "http://127.0.0.1:9/v1", "--json",
+                                 "--out", str(tmp_path / "r2")), timeout=60)
+    assert code == 2 and "says nothing about inputs" in data["error"]
+    code, data, err = finish(cli("generate", "--resume", str(tmp_path / "nowhere"), "--json"), timeout=60)
+    assert code == 2 and "not a kernelwright run directory" in data["error"]
+
+
+def test_optimize_starts_from_the_users_kernel(tmp_path):
+    kernel = tmp_path / "mine.py"
+    kernel.write_text(GOOD)
+    with ScriptedServer({"default": answer(GOOD_SMALL_BLOCKS, "Smaller blocks.")}) as server:
+        code, data, err = finish(cli("optimize", str(kernel), "--task", str(TINY_ADD), "--iterations", "1",
+                                     "--out", str(tmp_path / "run"), *llm_flags(server)))
+        prompt = server.requests[0].prompt
+    # the user's kernel is judged first and shown to the optimizer as the correct kernel so far
+    assert OPTIMIZE_MARK in prompt and GOOD.strip() in prompt
+    modes = rows(tmp_path / "run" / "run.sqlite", "SELECT mode, kind FROM attempts ORDER BY idx")
+    assert modes == [("given", "passed"), ("optimize", "passed")]
+    # under the interpreter nothing is timed, so no kernel can be called faster than the user's
+    assert code == 1 and data["results"][0]["improved"] is None
