@@ -28,10 +28,12 @@ def no_config(tmp_path, monkeypatch):
 
 # -- detection -------------------------------------------------------------------------------
 def test_detect_from_the_pools_device_info(no_config):
-    info = {"device": "cuda", "name": "NVIDIA H200", "backend": "cuda", "l2_bytes": 52428800,
-            "memory_bytes": 150_000_000_000, "sm_count": 132, "torch": "2.11", "triton": "3.6"}
+    # as a worker reported it on the project's H200
+    info = {"device": "cuda", "name": "NVIDIA H200", "backend": "cuda", "l2_bytes": 62914560,
+            "memory_bytes": 150109880320, "sm_count": 132, "torch": "2.11", "triton": "3.6"}
     spec = detect_gpu(info)
-    assert spec.name == "NVIDIA H200" and spec.sm_count == 132
+    assert spec is spec_for("NVIDIA H200")  # the measured figures agree with the table
+    assert spec.name == "NVIDIA H200" and spec.sm_count == 132 and spec.l2_mb == 60
 
 
 def test_detect_from_a_name_string(no_config):
@@ -49,6 +51,15 @@ def test_the_devices_own_sm_count_wins(no_config):
     spec = detect_gpu({"name": "NVIDIA H100 80GB HBM3", "backend": "cuda", "sm_count": 66})  # a MIG slice
     assert spec.sm_count == 66 and "reported by the device" in spec.source_of("sm_count")
     assert spec_for("NVIDIA H100 80GB HBM3").sm_count == 132  # the table is unchanged
+
+
+def test_the_devices_own_l2_wins_on_nvidia_only(no_config):
+    spec = detect_gpu({"name": "NVIDIA H100 80GB HBM3", "backend": "cuda", "l2_bytes": 52428800})
+    assert spec is spec_for("NVIDIA H100 80GB HBM3") and spec.l2_mb == 50
+    spec = detect_gpu({"name": "NVIDIA A100-SXM4-80GB", "backend": "cuda", "l2_bytes": 41943040 // 2})
+    assert spec.l2_mb == 20 and "reported by the device" in spec.source_of("l2_mb")
+    # ROCm reports one XCD's L2 (4 MB on MI300X): the table's total stays
+    assert detect_gpu({"name": "AMD Instinct MI300X", "backend": "hip", "l2_bytes": 4194304}).l2_mb == 32
 
 
 def test_unrecognised_name_falls_back_on_cu_count_and_memory(no_config):
@@ -146,7 +157,7 @@ def test_kernelwright_config_command_still_works(tmp_path, monkeypatch):
 # -- text ------------------------------------------------------------------------------------
 def test_spec_text_for_nvidia_has_the_figures_with_units():
     text = gpu_spec_text(spec_for("NVIDIA H200"))
-    for part in ("NVIDIA H200", "sm_90", "132 SMs", "warp size 32", "227 KB per block", "50 MB",
+    for part in ("NVIDIA H200", "sm_90", "132 SMs", "warp size 32", "227 KB per block", "L2 60 MB",
                  "141 GB HBM3e", "4.8 TB/s", "FP16 989", "BF16 989", "FP8 1,979", "INT8 1,979 TOP/s",
                  "TFLOP/s", "FLOP/byte"):
         assert part in text, part

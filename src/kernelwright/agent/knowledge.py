@@ -148,14 +148,26 @@ def detect_gpu(device_info: Mapping[str, Any] | str | None = None, *, config: Co
 
 
 def _with_measured(spec: DeviceSpec | None, info: Mapping[str, Any]) -> DeviceSpec | None:
-    """The device's own SM/CU count wins over the table (MIG slices and AMD CPX partitions have fewer)."""
+    """The device's own SM/CU count wins over the table (MIG slices and AMD CPX partitions have
+    fewer), and on NVIDIA its L2 size too (CUDA reports the enabled L2; ROCm reports one XCD's)."""
+    if spec is None:
+        return None
+    changes: dict[str, Any] = {}
+    sources = dict(spec.sources)
+    notes = []
     count = info.get("sm_count")
-    if spec is None or not count or int(count) == spec.sm_count:
+    if count and int(count) != spec.sm_count:
+        changes["sm_count"] = int(count)
+        sources["sm_count"] = "reported by the device (torch multi_processor_count)"
+        notes.append(f"The device reports {count} SMs/CUs (table: {spec.sm_count}): a partition?")
+    l2 = info.get("l2_bytes")
+    if spec.vendor == "nvidia" and l2 and round(int(l2) / 2**20, 1) != spec.l2_mb:
+        changes["l2_mb"] = round(int(l2) / 2**20, 1)
+        sources["l2_mb"] = "reported by the device (torch L2_cache_size)"
+    if not changes:
         return spec
-    notes = (spec.notes + " " if spec.notes else "") + \
-        f"The device reports {count} SMs/CUs (table: {spec.sm_count}): a partition?"
-    sources = dict(spec.sources, sm_count="reported by the device (torch multi_processor_count)")
-    return replace(spec, sm_count=int(count), sources=sources, notes=notes)
+    return replace(spec, **changes, sources=sources,
+                   notes=" ".join(x for x in (spec.notes, *notes) if x))
 
 
 def _match_by_shape(info: Mapping[str, Any]) -> DeviceSpec | None:

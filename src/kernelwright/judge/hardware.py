@@ -169,10 +169,15 @@ SPECS: tuple[DeviceSpec, ...] = (
         {"float64": 67, "float32": 67, "tf32": 495, "float16": 989, "bfloat16": 989, "float8": 1979,
          "int8": 1979},
         vendor="nvidia", arch="sm_90", family="Hopper", sm_count=132, warp_size=32,
-        smem_per_block_kb=227, smem_per_sm_kb=228, regfile_per_sm_kb=256, l2_mb=50, memory_gb=141,
+        smem_per_block_kb=227, smem_per_sm_kb=228, regfile_per_sm_kb=256, l2_mb=60, memory_gb=141,
         memory_type="HBM3e", aliases=("h200",),
-        sources={"*": _H200_PAGE, "sm_count": f"{_HOPPER_WP} (same GH100 configuration as H100 SXM5)",
-                 "l2_mb": f"{_HOPPER_WP} (same die as H100 SXM5)",
+        sources={"*": _H200_PAGE, "sm_count": f"{_HOPPER_WP} (same GH100 configuration as H100 SXM5; "
+                                              "132 confirmed by torch's multi_processor_count on an H200)",
+                 "l2_mb": "measured, not published: CUDA reports L2_cache_size = 62,914,560 bytes (60 MiB, "
+                          "the full GH100 L2) on an H200 (torch.cuda.get_device_properties, this project's "
+                          f"device, 2026); NVIDIA's H200 page gives no L2 size ({_HOPPER_WP}: 50 MB on H100 SXM5)",
+                 "smem_per_block_kb": f"{_HOPPER_TG} (232,448 bytes opt-in per block and 233,472 per SM "
+                                      "reported by torch on an H200)",
                  "smem_per_block_kb": _HOPPER_TG, "smem_per_sm_kb": _HOPPER_TG,
                  "regfile_per_sm_kb": _NV_REGS,
                  "tflops": f"{_H200_PAGE} (H200 SXM column, sparse halved; fp64 = FP64 Tensor Core)"},
