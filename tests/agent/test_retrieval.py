@@ -232,3 +232,11 @@ def test_real_tritonbench_instruction_json_and_folder_load():
     golden = sorted(folder.glob("*.py"))[0]
     found = r.ranked(golden.read_text(), exclude=[golden], k=10)
     assert found and all(e.file_name != golden.stem for e, _ in found)
+
+
+def test_a_program_found_twice_is_kept_once(tmp_path):
+    code = KERNEL.format(name="twice", expr="x * 2")
+    (tmp_path / "twice.py").write_text(code)
+    (tmp_path / "crawl.json").write_text(json.dumps([{"code": "# a copy\n" + code.replace("\n", "\n\n")}]))
+    corpus = load_corpus([tmp_path / "twice.py", tmp_path / "crawl.json"])
+    assert len(corpus) == len(REFS) + 1 and corpus.examples[-1].name == "twice"

@@ -63,21 +63,28 @@ def tokenize(code: str) -> list[str]:
     ("float16", "exp2", "int64"). Python keywords and one-letter parts are dropped as noise."""
     tokens: list[str] = []
     for match in _WORD.finditer(code):
-        dotted = re.sub(r"\s+", "", match.group(0))
-        names = dotted.split(".")
-        if len(names) > 1:
-            # "tl.load", and for longer chains each adjacent pair ("triton.language", "language.extra")
-            tokens.extend(f"{a}.{b}".lower() for a, b in zip(names, names[1:]))
-        for name in names:
-            low = name.lower()
-            if low in _STOP:
-                continue
-            if len(low) > 1:
-                tokens.append(low)
-            parts = [p.lower() for chunk in name.split("_") if chunk for p in _CAMEL.findall(chunk)]
-            if len(parts) > 1:
-                tokens.extend(p for p in parts if len(p) > 1 and not p.isdigit() and p != low)
+        tokens.extend(_expand(match.group(0)))
     return tokens
+
+
+@functools.lru_cache(maxsize=65536)
+def _expand(word: str) -> tuple[str, ...]:
+    """The tokens of one (possibly dotted) identifier; cached, as identifiers repeat a lot."""
+    names = re.sub(r"\s+", "", word).split(".")
+    tokens: list[str] = []
+    if len(names) > 1:
+        # "tl.load", and for longer chains each adjacent pair ("triton.language", "language.extra")
+        tokens.extend(f"{a}.{b}".lower() for a, b in zip(names, names[1:]))
+    for name in names:
+        low = name.lower()
+        if low in _STOP:
+            continue
+        if len(low) > 1:
+            tokens.append(low)
+        parts = [p.lower() for chunk in name.split("_") if chunk for p in _CAMEL.findall(chunk)]
+        if len(parts) > 1:
+            tokens.extend(p for p in parts if len(p) > 1 and not p.isdigit() and p != low)
+    return tuple(tokens)
 
 
 _LEX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\S")
@@ -173,10 +180,18 @@ class Corpus:
 
     def __init__(self, examples: Iterable[Example] = ()) -> None:
         self.examples: list[Example] = []
+        seen: set[str] = set()
         for ex in examples:
             code = _prepare(ex.code)
-            if code is not None:
-                self.examples.append(ex if code == ex.code else Example(ex.name, code, ex.source))
+            if code is None:
+                continue
+            # one copy of a program found twice (a TritonBench file and its JSON twin): whitespace and
+            # comments aside, the first one found is kept
+            key = hashlib.sha1(" ".join(_strip_comments(code).split()).encode()).hexdigest()
+            if key in seen:
+                continue
+            seen.add(key)
+            self.examples.append(ex if code == ex.code else Example(ex.name, code, ex.source))
         self._tokens: list[list[str]] | None = None
         self._lock = threading.Lock()
 
