@@ -42,7 +42,7 @@ SHINGLE = 5
 # little, a leaked answer voids the run.
 EXCLUDE_SIMILARITY = 0.5
 
-_JIT = re.compile(r"@triton\.jit\b|@jit\b")
+_JIT = re.compile(r"@triton\.jit\b")
 # TritonBench files: kernel + wrapper, a separator line of '#', then the test harness
 _SEPARATOR = re.compile(r"^#{20,}\s*$", re.M)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*")
