@@ -166,3 +166,15 @@ def test_resume_continues_without_repeating_calls(tmp_path):
     assert first_requests == 1
     assert [(a.mode, a.kind) for a in resumed.attempts("tiny_add", 0)] == expected
     assert roles == ["reflect", "fix", "optimize"]  # the first generate call was not sent again
+
+
+def test_budget_stops_new_calls_and_keeps_the_best_verified_kernel(tmp_path):
+    from kernelwright.agent.budget import Limits
+
+    # every answer costs 150 tokens; the run may spend 400: the third call is the last one started
+    script = {"sequence": [answer(GOOD)], "default": answer(GOOD_SMALL_BLOCKS)}
+    with ScriptedServer(script) as server:
+        store, results = run_agent(tmp_path / "run", server, spec(iterations=10, run_limits=Limits(max_tokens=400)))
+    assert len(server.requests) == 3
+    assert "token budget" in store.ended()[("tiny_add", 0)]["reason"]
+    assert results[0].best is not None and (store.run_dir / "best" / "tiny_add.py").is_file()
