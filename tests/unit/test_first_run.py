@@ -4,6 +4,7 @@ left unchecked and its refusal to time under the interpreter."""
 
 import inspect
 import json
+import os
 import re
 from pathlib import Path
 
@@ -156,3 +157,72 @@ def test_tasks_of_a_checkout_with_an_unreadable_file_exit_0_naming_the_file_once
     assert [t["name"] for t in report["tasks"]] == ["shifted_tanh"]
     (error,) = report["errors"]
     assert error.startswith("no_test.py: ") and error.count("no_test.py") == 1, error
+
+
+# --- eval: unchecked cases (item 4, CLI side), --perf on the CPU (item 3), exit status (item 7) ---
+
+def test_eval_headline_and_json_say_when_cases_were_left_unchecked(runner):
+    """vector_add has a bfloat16 case, which the interpreter skips: passed, but not all checked."""
+    result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--device", "cpu", "--seeds", "1",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    verdict = json.loads(result.stdout)
+    assert verdict["stage"] == "passed" and verdict["all_cases_checked"] is False
+    assert any("bfloat16" in c["label"] and c["reason"].startswith("skipped") for c in verdict["unchecked"])
+
+
+def test_print_verdict_headline_counts_unchecked_cases(capsys):
+    from kernelwright.cli.judge_cmds import print_verdict
+    from kernelwright.judge.verdict import CaseResult, Verdict
+
+    verdict = Verdict(task="t", candidate="c.py", stage="passed", call=True, correct=True, reason="passed",
+                      cases=[CaseResult("correctness", "4 float32", {}, True),
+                             CaseResult("correctness", "8 bfloat16", {}, None, reason="skipped under the interpreter")])
+    print_verdict(verdict)
+    assert "verdict: passed, 1 of 2 correctness case(s) not checked" in flat(capsys.readouterr().out)
+
+
+def test_eval_perf_under_the_interpreter_is_refused_with_an_estimate(runner):
+    result = runner.invoke(app, ["eval", str(GOOD), "--task", "softmax", "--device", "cpu", "--perf"])
+    assert result.exit_code == 2
+    err = flat(result.stderr)
+    assert "--perf under Triton's CPU interpreter refused" in err and "--force" in err
+    assert re.search(r"at least \d+ calls at perf sizes .* about \d+-\d+ min", err), err
+    suite = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
+                                "--perf", "--tasks", "softmax"])
+    assert suite.exit_code == 2 and "--force" in flat(suite.stderr)
+
+
+BROKEN_REFERENCE_TASK = '''
+import os
+import torch
+from kernelwright.tasks import Case
+from kernelwright.tasks.inputs import randn
+name = "broken_ref"
+instruction = "x + y"
+entry_point = "vector_add(x, y)"
+def make_inputs(case, gen):
+    return randn(gen, case.shape, case.dtype), randn(gen, case.shape, case.dtype)
+def reference(x, y):
+    if BROKEN:
+        raise RuntimeError("this reference is broken")
+    return x + y
+visible_cases = [Case("float32", shape=(64,))]
+'''
+
+
+def test_exit_status_2_for_a_rejected_task_file_and_3_when_the_judge_cannot_decide(runner, tmp_path, monkeypatch):
+    """The README's exit codes, as the tool gives them: a task file whose reference fails on its own
+    cases is rejected before judging (2, like any bad task file); a reference that fails only while
+    judging (here: only in the judge's processes, as one that needs a GPU it lacks) leaves the
+    judge unable to decide (3)."""
+    monkeypatch.setenv("KW_TEST_CLI_PID", str(os.getpid()))
+    always = tmp_path / "always.py"
+    always.write_text(BROKEN_REFERENCE_TASK.replace("BROKEN", "True"))
+    result = runner.invoke(app, ["eval", str(GOOD), "--task", str(always), "--device", "cpu"])
+    assert result.exit_code == 2 and "reference failed" in flat(result.stderr)
+    judged = tmp_path / "judged.py"
+    judged.write_text(BROKEN_REFERENCE_TASK.replace("BROKEN", "os.getpid() != int(os.environ['KW_TEST_CLI_PID'])"))
+    result = runner.invoke(app, ["eval", str(GOOD), "--task", str(judged), "--device", "cpu", "--seeds", "1", "--json"])
+    assert result.exit_code == 3, result.output
+    assert json.loads(result.stdout)["stage"] == "judge_error"

@@ -171,12 +171,16 @@ def eval_command(
     blocks: int = typer.Option(10, min=2, max=200, help="Interleaved timing blocks per side and perf case."),
     timeout_scale: float = typer.Option(1.0, "--timeout-scale", min=0.01,
                                         help="Multiply every stage timeout (slow machines, huge kernels)."),
+    force: bool = typer.Option(False, "--force",
+                               help="With --perf under the CPU interpreter: time anyway (refused by default)."),
 ) -> None:
     """Judge one candidate: static -> call -> correctness -> performance.
 
-    Exit status: 0 passed, 1 failed a stage, 2 usage error, 3 the judge could not decide.
+    Exit status: 0 passed (the headline says if cases were left unchecked), 1 failed a stage,
+    2 usage error (also a task file that is rejected, e.g. its reference fails on its own
+    cases), 3 the judge could not decide (the reference failed while judging, a worker was lost).
     """
-    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool
+    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool, detect_backend
 
     if not candidate.is_file():
         raise usage_error(f"candidate file {str(candidate)!r} does not exist")
@@ -192,21 +196,82 @@ def eval_command(
         case_timeout=defaults.case_timeout * timeout_scale, perf_timeout=defaults.perf_timeout * timeout_scale,
     )
     try:
+        backend, _ = detect_backend(device)
+    except DeviceUnavailable as exc:
+        raise usage_error(str(exc)) from None
+    note = ""
+    if perf and backend == "cpu":
+        estimate = interpreter_perf_estimate(task_obj, blocks)
+        if not force:
+            raise usage_error(f"--perf under Triton's CPU interpreter refused: {estimate}. Timing the interpreter "
+                              "says nothing about the kernel's speed on a GPU; run it on a GPU machine, or add "
+                              "--force to time it here anyway")
+        note = f" - timing under the interpreter ({estimate})"
+        if as_json:
+            err_console.print(f"[yellow]--force:[/] {escape(estimate)}", highlight=False)
+    try:
         with JudgePool(device, workers=1, options=options) as pool:
             if as_json:
                 verdict = pool.judge(task_obj, candidate)
             else:
-                with console.status(f"judging {candidate.name} on task {task_obj.name} ({pool.backend})..."):
-                    verdict = pool.judge(task_obj, candidate)
+                verdict = judge_with_status(pool, task_obj, candidate, note)
     except DeviceUnavailable as exc:
         raise usage_error(str(exc)) from None
+    unchecked = unchecked_cases(verdict)
     if as_json:
-        print(json.dumps(verdict.to_dict(), indent=2))
+        data = verdict.to_dict()
+        data["unchecked"] = unchecked
+        data["all_cases_checked"] = not unchecked
+        print(json.dumps(data, indent=2))
     else:
         print_verdict(verdict)
     if verdict.passed:
         raise typer.Exit(EXIT_PASS)
     raise typer.Exit(EXIT_JUDGE_ERROR if verdict.stage == "judge_error" else EXIT_FAIL)
+
+
+# What one perf case costs each side when a call is slower than a timing block (always, under the
+# interpreter at perf sizes): the perf-size check, a warm-up call, and two calls per block.
+INTERPRETED_CALL_S = (1.0, 30.0)  # an interpreted kernel at perf sizes: softmax 8192x8192 took 25 s
+
+
+def interpreter_perf_estimate(task, blocks: int) -> str:
+    """The least work `--perf` costs under the interpreter, in calls and minutes."""
+    cases = len(task.perf_cases)
+    calls = cases * 2 * (2 * blocks + 2)
+    low, high = (calls * s / 60 for s in INTERPRETED_CALL_S)
+    return (f"task {task.name} has {cases} perf case(s): at least {calls} calls at perf sizes "
+            f"({2 * blocks + 2} per side and case with --blocks {blocks}), at the {INTERPRETED_CALL_S[0]:g}-"
+            f"{INTERPRETED_CALL_S[1]:g} s an interpreted call takes at these sizes about {low:.0f}-{high:.0f} min")
+
+
+def judge_with_status(pool, task, candidate: Path, note: str = ""):
+    """Judge with a spinner that shows the elapsed time (and what the wait is for)."""
+    import threading
+    import time
+
+    started = time.monotonic()
+    label = f"judging {escape(candidate.name)} on task {escape(task.name)} ({pool.backend}){escape(note)}"
+    with console.status(label) as status:
+        done = threading.Event()
+
+        def tick() -> None:
+            while not done.wait(1.0):
+                elapsed = int(time.monotonic() - started)
+                status.update(f"{label}  {elapsed // 60}:{elapsed % 60:02d}")
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            return pool.judge(task, candidate)
+        finally:
+            done.set()
+
+
+def unchecked_cases(verdict) -> list[dict]:
+    """Cases the verdict left unchecked (ok is None: skipped, e.g. bfloat16 under the interpreter)."""
+    return [{"kind": c.kind, "label": c.label, "reason": c.reason} for c in verdict.cases
+            if c.ok is None and c.reason.startswith("skipped")]
 
 
 def print_verdict(verdict) -> None:
@@ -228,7 +293,14 @@ def print_verdict(verdict) -> None:
         else:
             marks.append(f"[dim]{stage} -[/]")
     console.print("  " + "  ".join(marks))
-    console.print(f"[{colour}]verdict: {verdict.stage}[/] - {escape(verdict.reason)}", highlight=False)
+    unchecked = unchecked_cases(verdict)
+    headline = verdict.stage
+    if unchecked:
+        kinds = sorted({c["kind"] for c in unchecked})
+        total = sum(1 for c in verdict.cases if c.kind in kinds)
+        headline += f", {len(unchecked)} of {total} {'/'.join(kinds)} case(s) not checked"
+        colour = "yellow" if ok else colour
+    console.print(f"[{colour}]verdict: {escape(headline)}[/] - {escape(verdict.reason)}", highlight=False)
     perf_cases = [c for c in verdict.cases if c.kind == "performance" and c.speedup is not None]
     if perf_cases:
         table = Table(title="performance (median of block medians, 95% CI)")

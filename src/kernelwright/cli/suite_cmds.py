@@ -60,12 +60,14 @@ def judge_suite_command(
                                                       "smallest to the largest (default: every shape)."),
     timeout_scale: float = typer.Option(1.0, "--timeout-scale", min=0.01,
                                         help="Multiply every stage timeout (0.3: give up sooner on hangs)."),
+    force: bool = typer.Option(False, "--force",
+                               help="With --perf under the CPU interpreter: time anyway (refused by default)."),
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
     Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
     """
-    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool
+    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool, detect_backend
     from ..metrics import format_table
     from ..suites.runner import (REFERENCE, ResultStore, SuiteUsageError, check_suite_source, load_suite_tasks, plan,
                                  run_suite, summarize)
@@ -78,6 +80,16 @@ def judge_suite_command(
         check_suite_source(suite, path)
     except SuiteUsageError as exc:
         raise usage_error(str(exc)) from None
+    if perf and not force:
+        try:
+            backend, _ = detect_backend(device)
+        except DeviceUnavailable as exc:
+            raise usage_error(str(exc)) from None
+        if backend == "cpu":
+            raise usage_error("--perf under Triton's CPU interpreter refused: every perf case needs at least "
+                              f"{2 * (2 * TIMING_PROFILES[timing]['perf_blocks'] + 2)} calls at perf sizes, and an "
+                              "interpreted call there takes 1-30 s (`kernelwright eval --perf` estimates one task); "
+                              "the times say nothing about a GPU. Run it on a GPU machine, or add --force")
     label = "reference" if candidates == REFERENCE else Path(candidates).resolve().name
     out = out or Path("kernelwright-results") / f"{suite}-{label}.jsonl"
     if fresh and out.exists():
