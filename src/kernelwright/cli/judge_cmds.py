@@ -295,11 +295,11 @@ def print_verdict(verdict) -> None:
     console.print("  " + "  ".join(marks))
     unchecked = unchecked_cases(verdict)
     headline = verdict.stage
-    if unchecked:
+    if unchecked and ok:  # a failure's headline is the failure; the skipped cases are listed below
         kinds = sorted({c["kind"] for c in unchecked})
         total = sum(1 for c in verdict.cases if c.kind in kinds)
         headline += f", {len(unchecked)} of {total} {'/'.join(kinds)} case(s) not checked"
-        colour = "yellow" if ok else colour
+        colour = "yellow"
     console.print(f"[{colour}]verdict: {escape(headline)}[/] - {escape(verdict.reason)}", highlight=False)
     perf_cases = [c for c in verdict.cases if c.kind == "performance" and c.speedup is not None]
     if perf_cases:
