@@ -3,6 +3,7 @@ and resuming after an interruption without re-judging or losing anything."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -169,3 +170,67 @@ def test_a_file_of_many_autotuning_configs_is_judged_first(tmp_path):
     work = plan(tasks, str(cands), ResultStore(tmp_path / "r.jsonl"), "cpu")
     assert work.to_judge[0][0].name == smallest.name
     assert expected_items(smallest) < max(expected_items(t) for t in tasks)
+
+
+GOOD_VECTOR_ADD = os.path.join(os.path.dirname(__file__), "candidates", "vector_add", "good.py")
+
+
+def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp_path):
+    """The table is followed by the failures grouped by kind, each with the first line of its
+    reason; with nothing timed there are no fast_p rows. A rerun reuses a stored verdict only for
+    the same candidate content and judge options, and says which tasks it judges again and why."""
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "vector_add.py").write_text(open(GOOD_VECTOR_ADD).read())
+    (cands / "silu.py").write_text("import torch\n\ndef silu(x):\n    return x * torch.sigmoid(x)\n")
+    out = tmp_path / "run.jsonl"
+    args = ["--suite", "builtin", "--candidates", str(cands), "--device", "cpu", "--tasks", "vector_add,silu,gelu",
+            "--out", str(out), "--seeds", "1"]
+    first = run(args)
+    assert first.returncode == 0, first.stderr
+    text = first.stdout
+    assert "failures (2 task(s), by kind" in text
+    # the kind is the verdict's own (its failure kind, or its stage where verdicts have none)
+    assert re.search(r"\n  [\w -]+ \(1\):\n    silu: defines no @triton.jit kernel", text), text
+    assert "  missing (1):\n    gelu: no gelu.py in" in text
+    assert "| fast_" not in text and "nothing was timed" in text
+
+    again = run(args)
+    assert "3 task(s) already judged" in again.stderr and "judging vector_add again" not in again.stderr
+    with open(cands / "vector_add.py", "a") as f:
+        f.write("# edited\n")
+    edited = run(args)
+    assert "judging vector_add again: the candidate file changed" in edited.stderr
+    assert "2 task(s) already judged" in edited.stderr
+    other_options = run(args[:-2] + ["--seeds", "2"])
+    assert "judging vector_add again: the judge options changed" in other_options.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["task"] for r in records].count("vector_add") == 3
+    assert all(r["candidate_sha256"] or r["status"] == "missing" for r in records)
+
+
+def test_plan_reuses_a_record_only_for_the_same_file_and_options(tmp_path):
+    from kernelwright.judge import JudgeOptions
+    from kernelwright.suites.runner import file_sha256, options_key, plan
+    from kernelwright.tasks import resolve_task
+
+    task = resolve_task("vector_add")
+    cands = tmp_path / "c"
+    cands.mkdir()
+    cand = cands / "vector_add.py"
+    cand.write_text("x = 1\n")
+    store = ResultStore(tmp_path / "r.jsonl")
+    opts = JudgeOptions(seeds=2)
+    store.add(Record("vector_add", "judged", str(cand), "ok", {"stage": "passed"},
+                     candidate_sha256=file_sha256(cand), judge_options=options_key(opts, "cpu")))
+    assert plan([task], str(cands), store, "cpu", options=opts).already_done == 1
+    assert plan([task], str(cands), store, "cpu", options=JudgeOptions(seeds=2, perf=False)).already_done == 1
+    assert plan([task], str(cands), store, "cpu", options=JudgeOptions(seeds=3)).rejudged == [
+        ("vector_add", "the judge options changed")]
+    assert plan([task], str(cands), store, "cuda", options=opts).rejudged[0][1] == "the judge options changed"
+    cand.write_text("x = 2\n")
+    work = plan([task], str(cands), store, "cpu", options=opts)
+    assert work.rejudged == [("vector_add", "the candidate file changed")] and len(work.to_judge) == 1
+    old = ResultStore(tmp_path / "old.jsonl")
+    old.add(Record("vector_add", "judged", str(cand), "ok", {"stage": "passed"}))  # before hashes were kept
+    assert "older kernelwright" in plan([task], str(cands), old, "cpu", options=opts).rejudged[0][1]

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import app
-from .judge_cmds import EXIT_USAGE, usage_error
+from .judge_cmds import EXIT_USAGE, close_matches, usage_error
 
 EXIT_INTERRUPTED = 130
 console = Console()
@@ -69,8 +69,8 @@ def judge_suite_command(
     """
     from ..judge import DeviceUnavailable, JudgeOptions, JudgePool, detect_backend
     from ..metrics import format_table
-    from ..suites.runner import (REFERENCE, ResultStore, SuiteUsageError, check_suite_source, load_suite_tasks, plan,
-                                 run_suite, summarize)
+    from ..suites.runner import (REFERENCE, ResultStore, SuiteUsageError, check_suite_source, describe_unreadable,
+                                 load_suite_tasks, plan, run_suite, summarize)
 
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
@@ -106,6 +106,7 @@ def judge_suite_command(
     suite_tasks: list = []
     problems: list[tuple[str, str]] = []
     only: set[str] | None = None
+    work = None
     try:
         with JudgePool(device, options=options, workers_per_device=workers_per_device) as pool:
             # With other workers on the GPU between timing turns (and compiling on the CPU during
@@ -123,15 +124,21 @@ def judge_suite_command(
                 raise usage_error(str(exc)) from None
             only = {t.strip() for t in tasks.split(",")} if tasks else None
             if only:
-                unknown = only - {t.name for t in suite_tasks}
+                names = [t.name for t in suite_tasks]
+                unknown = only - set(names)
                 if unknown:
-                    raise usage_error(f"unknown task(s) in --tasks: {', '.join(sorted(unknown))}")
+                    hints = "; ".join(f"{name!r}{close_matches(name, names)}" for name in sorted(unknown))
+                    raise usage_error(f"unknown task(s) in --tasks: {hints} (`kernelwright tasks --suite {suite}` "
+                                      "lists them)")
             for file, reason in problems:
-                err.print(f"[yellow]not a task:[/] {escape(file)}: {escape(reason)}")
+                err.print(f"[yellow]not a task:[/] {escape(describe_unreadable(file, reason))}")
             work = plan([t for t in suite_tasks if not only or t.name in only], candidates, store, pool.backend,
-                        max_perf_cases=max_perf_cases)
+                        max_perf_cases=max_perf_cases, options=options)
             if work.already_done:
-                err.print(f"resuming {out}: {work.already_done} task(s) already judged")
+                err.print(f"resuming {out}: {work.already_done} task(s) already judged (same candidate file and "
+                          "judge options: not judged again)")
+            for name, why in work.rejudged:
+                err.print(f"[yellow]judging {escape(name)} again:[/] {escape(why)} since its stored verdict")
             counts = {"passed": 0, "failed": 0, "not run": 0}
             with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TextColumn("tasks  {task.fields[counts]}"), TimeElapsedColumn(), console=err,
@@ -151,20 +158,63 @@ def judge_suite_command(
     except KeyboardInterrupt:
         interrupted = True
     wall = time.monotonic() - started
-    summary = summarize(store, [t for t in suite_tasks if not only or t.name in only], exclude_unsupported)
+    selected = [t for t in suite_tasks if not only or t.name in only]
+    summary = summarize(store, selected, exclude_unsupported)
+    names = {t.name for t in selected}
+    records = [r for r in store.records.values() if r.task in names]
+    timed = sum(1 for r in records if r.verdict and r.verdict.get("speedup") is not None)
+    failures = failure_groups(records)
     if as_json:
         print(json.dumps({"suite": suite, "candidates": candidates, "results_file": str(out), "wall_s": wall,
-                          "interrupted": interrupted,
+                          "interrupted": interrupted, "timed_tasks": timed,
                           "metrics": [m.__dict__ for m in summary.metrics],
                           "not_judged": [o.__dict__ for o in summary.not_judged],
+                          "failures": {kind: [{"task": t, "reason": r} for t, r in items]
+                                       for kind, items in failures.items()},
+                          "rejudged": [{"task": t, "why": w} for t, w in (work.rejudged if work else [])],
                           "results": [r.__dict__ for r in store.records.values()],
                           "unreadable_files": problems}, indent=2, default=str))
     else:
+        if not timed:  # fast_p of untimed tasks is execution accuracy again (fast_0) or 0: noise
+            summary.metrics = [m for m in summary.metrics if not m.name.startswith("fast_")]
         console.print(format_table(summary), markup=False, highlight=False, soft_wrap=True)
+        if not timed:
+            console.print("nothing was timed (--no-perf, or the CPU interpreter): no speedups, no fast_p")
+        print_failures(failures)
         console.print(f"results: {out}  ({len(store.records)} tasks recorded, {wall:.0f} s)")
     if interrupted:
         err.print(f"[yellow]interrupted[/]: every finished task is saved in {out}; rerun the same command to resume")
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def failure_groups(records) -> dict[str, list[tuple[str, str]]]:
+    """{failure kind: [(task, first line of the reason)]} for every task that did not pass, judged
+    or not (missing, unsupported): the kind is the verdict's own (or its failing stage)."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for r in sorted(records, key=lambda r: r.task):
+        verdict = r.verdict or {}
+        if r.status == "judged" and verdict.get("stage") == "passed":
+            continue
+        if r.status == "judged":
+            kind = verdict.get("kind") or verdict.get("stage") or "failed"
+        else:
+            kind = r.status
+        reason = (r.reason or verdict.get("reason") or "").strip().splitlines()
+        groups.setdefault(kind, []).append((r.task, reason[0] if reason else ""))
+    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
+def print_failures(groups: dict[str, list[tuple[str, str]]], limit: int = 200) -> None:
+    if not groups:
+        return
+    total = sum(len(v) for v in groups.values())
+    console.print(f"\nfailures ({total} task(s), by kind; full reasons in the results file):", highlight=False)
+    for kind, items in groups.items():
+        console.print(f"  {kind} ({len(items)}):", highlight=False)
+        for task, reason in items[:limit]:
+            console.print(f"    {task}: {reason[:300]}", markup=False, highlight=False, soft_wrap=True)
+        if len(items) > limit:
+            console.print(f"    ... and {len(items) - limit} more", highlight=False)
 
 
 __all__ = ["judge_suite_command", "EXIT_USAGE"]

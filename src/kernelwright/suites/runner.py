@@ -1,8 +1,9 @@
 """Judge a whole suite: pair tasks with candidate files, judge them on every GPU, keep every result.
 
 Results go to an append-only JSONL file, one line per task, flushed and fsynced as each verdict
-arrives; a rerun with the same output file skips every task already recorded, so an interrupted
-run (Ctrl-C, kill, lost machine) resumes without re-judging or losing anything.
+arrives; a rerun with the same output file skips every task already recorded for the same
+candidate content (sha256) and judge options, so an interrupted run (Ctrl-C, kill, lost machine)
+resumes without re-judging or losing anything, and an edited candidate is judged again.
 """
 
 from __future__ import annotations
@@ -97,6 +98,33 @@ def candidate_for(task: Task, candidates: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def file_sha256(path: str | Path | None) -> str | None:
+    """The content hash a stored verdict is tied to (None: no file, or unreadable)."""
+    if path is None:
+        return None
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def options_key(options: Any, backend: str) -> str:
+    """A short, stable digest of the judge options that decide a verdict (and the backend).
+    `resolution` is left out: it follows the number of workers sharing a GPU, not the user."""
+    import hashlib
+    from dataclasses import asdict, is_dataclass
+
+    if hasattr(options, "for_request"):
+        data = options.for_request(backend)  # perf=None resolved: the same run as --no-perf on a CPU
+    else:
+        data = asdict(options) if is_dataclass(options) else dict(options or {})
+    data.pop("resolution", None)
+    data["backend"] = backend
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 @dataclass
 class Record:
     task: str
@@ -105,6 +133,8 @@ class Record:
     reason: str = ""
     verdict: dict[str, Any] | None = None
     finished_at: float = field(default_factory=time.time)
+    candidate_sha256: str | None = None  # what was judged: a rerun reuses this record only if it
+    judge_options: str | None = None     # is the same file content under the same options
 
     def outcome(self):
         from ..metrics import TaskOutcome
@@ -143,6 +173,21 @@ class SuitePlan:
     to_judge: list[tuple[Task, Path]]
     not_run: list[Record]
     already_done: int
+    rejudged: list[tuple[str, str]] = field(default_factory=list)  # (task, why its stored verdict is not reused)
+    fingerprints: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+
+
+def stale_reason(record: Record, sha: str | None, key: str | None) -> str | None:
+    """Why a stored record cannot stand for this run (None: it can)."""
+    if record.candidate_sha256 is None and record.judge_options is None and (sha or key):
+        return "stored without a candidate hash (an older kernelwright)"
+    if record.candidate_sha256 != sha:
+        if sha is None:
+            return "its candidate file is gone"
+        return "a candidate file appeared" if record.candidate_sha256 is None else "the candidate file changed"
+    if key is not None and record.judge_options != key:
+        return "the judge options changed"
+    return None
 
 
 def expected_items(task: Task, max_perf_cases: int | None = None) -> int:
@@ -168,32 +213,43 @@ def expected_cost(task: Task, path: Path, max_perf_cases: int | None = None) -> 
 
 
 def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: str,
-         only: set[str] | None = None, max_perf_cases: int | None = None) -> SuitePlan:
+         only: set[str] | None = None, max_perf_cases: int | None = None, options: Any = None) -> SuitePlan:
     """What to judge, largest tasks first: a suite's wall time is set by its last task, and one
     with 56 parametrized cases started last ran minutes after every other had finished (ROCm's
     rmsnorm_fwd), as did one that compiles 401 autotuning configs (TritonBench's
-    int8_dequant_matmul). Ties keep the suite's order."""
-    to_judge, not_run, done = [], [], 0
+    int8_dequant_matmul). Ties keep the suite's order.
+
+    A task already in `store` is skipped only if its record was made from the same candidate
+    content (sha256 of the file) and, when `options` are given, the same judge options and
+    backend; otherwise it is judged again and listed in `rejudged` with the reason."""
+    to_judge, not_run, done, rejudged, prints = [], [], 0, [], {}
+    key = options_key(options, backend) if options is not None else None
     for task in tasks:
         if only and task.name not in only:
             continue
-        if task.name in store.records:
-            done += 1
-            continue
         path = candidate_for(task, candidates)
+        sha = file_sha256(path)
+        prints[task.name] = (sha, key)
+        if task.name in store.records:
+            why = stale_reason(store.records[task.name], sha, key)
+            if why is None:
+                done += 1
+                continue
+            rejudged.append((task.name, why))
         if task.requires_backend and task.requires_backend != backend:
             not_run.append(Record(task.name, "unsupported", str(path) if path else None,
-                                  f"needs {task.requires_backend}: {task.requires_reason}"))
+                                  f"needs {task.requires_backend}: {task.requires_reason}",
+                                  candidate_sha256=sha, judge_options=key))
         elif path is None:
             if candidates != REFERENCE:
                 reason = f"no {task.name}.py in {candidates}"
             else:
                 reason = NO_TRITON_REFERENCE.get(task.suite, "the suite has no reference file for it")
-            not_run.append(Record(task.name, "missing", None, reason))
+            not_run.append(Record(task.name, "missing", None, reason, candidate_sha256=None, judge_options=key))
         else:
             to_judge.append((task, path))
     to_judge.sort(key=lambda job: -expected_cost(job[0], job[1], max_perf_cases))
-    return SuitePlan(to_judge, not_run, done)
+    return SuitePlan(to_judge, not_run, done, rejudged, prints)
 
 
 def run_suite(plan_: SuitePlan, store: ResultStore, pool, on_record: Callable[[Record], None] | None = None,
@@ -213,7 +269,9 @@ def run_suite(plan_: SuitePlan, store: ResultStore, pool, on_record: Callable[[R
             # a reference that fails here means the task cannot run on this platform; anything
             # else (a lost worker...) is the judge's own failure
             status = "unsupported" if reference_cannot_run(verdict.reason) else "judge_error"
-        record = Record(task.name, status, str(path), verdict.reason, verdict.to_dict())
+        sha, key = plan_.fingerprints.get(task.name, (None, None))
+        record = Record(task.name, status, str(path), verdict.reason, verdict.to_dict(),
+                        candidate_sha256=sha if sha is not None else file_sha256(path), judge_options=key)
         store.add(record)
         if on_record:
             on_record(record)
