@@ -94,6 +94,56 @@ def registered_settings() -> list[SettingSpec]:
     return list(_SETTINGS.values())
 
 
+# Every module that declares settings (`register`, `register_table`): `kernelwright config` imports
+# them all, so that it shows every setting and not only those of the modules a command happened to
+# import. A module that is not there (an optional part) is skipped.
+SETTING_MODULES = ("kernelwright.llm.settings", "kernelwright.agent.knowledge")
+
+
+def import_setting_modules() -> None:
+    import importlib
+
+    for name in SETTING_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if not (exc.name and name.startswith(exc.name)):
+                raise  # the module is there but one of its own imports is missing: say so
+
+
+@dataclass(frozen=True)
+class EnvKnob:
+    """A setting the judge reads from the environment only (its processes start without the
+    config file): shown by `kernelwright config`, set with `export NAME=VALUE`."""
+
+    name: str
+    default: str
+    help: str
+
+
+ENV_KNOBS = (
+    EnvKnob("KERNELWRIGHT_CONFIG", "./kernelwright.toml if it exists", "the settings file"),
+    EnvKnob("KERNELWRIGHT_TRACE", "0", "1: one line per judged item, perf check and timing turn on stderr"),
+    EnvKnob("KERNELWRIGHT_COMPILE_THREADS", "half the cores, at most 8",
+            "threads that compile an autotuner's configs side by side (1: off)"),
+    EnvKnob("KERNELWRIGHT_TUNING_MS", "3,12", "autotuner warm-up,rep milliseconds per config at timing turns"),
+    EnvKnob("KERNELWRIGHT_WRITER_PATIENCE_S", "0.5",
+            "seconds a timing turn waits for a free moment before pausing other workers' checks"),
+    EnvKnob("KERNELWRIGHT_NO_NUDGE", "0", "1: do not signal busy checks to step aside for a timing turn"),
+)
+
+
+def env_knob_values(env: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """{"env.NAME": {"value", "source", "help"}} for every environment-only knob."""
+    env = os.environ if env is None else env
+    out = {}
+    for knob in ENV_KNOBS:
+        raw = env.get(knob.name, "")
+        out[f"env.{knob.name}"] = ({"value": raw, "source": f"env ({knob.name})", "help": knob.help} if raw else
+                                   {"value": knob.default, "source": "default", "help": knob.help})
+    return out
+
+
 def mask_secret(secret: str) -> str:
     return f"{secret[:3]}…{secret[-4:]}" if len(secret) > 12 else "***"
 

@@ -54,7 +54,11 @@ def config_command(
     show_all: Annotated[bool, typer.Option(
         "--all", help="also list the default settings of providers not in use")] = False,
 ) -> None:
-    """Show the settings, their values and where they came from (default < file < env < flag)."""
+    """Show every setting, its value and where it came from (default < file < env < flag), and
+    the environment variables the judge reads."""
+    from ..config import env_knob_values, import_setting_modules
+
+    import_setting_modules()
     try:
         config, _ = load_llm_settings(config_path, model=model, base_url=base_url,
                                       no_cache=no_cache, offline=offline, timeout_s=timeout,
@@ -63,8 +67,9 @@ def config_command(
         _fail(str(exc), code=2)
     console = _console()
     merged = config.as_dict()
+    knobs = env_knob_values()
     if as_json:
-        typer.echo(json.dumps(merged, indent=2, default=str))
+        typer.echo(json.dumps({**merged, **knobs}, indent=2, default=str))
         return
     table = Table(title=f"kernelwright settings (file: {config.file_path or 'none'})",
                   caption=None if show_all else "providers not in use: see --all")
@@ -77,6 +82,12 @@ def config_command(
         value = entry["value"]
         table.add_row(key, "" if value is None else str(value), entry["source"])
     console.print(table)
+    env_table = Table(title="judge environment variables (not read from kernelwright.toml)")
+    for column in ("variable", "value", "source", "meaning"):
+        env_table.add_column(column, overflow="fold")
+    for key, entry in knobs.items():
+        env_table.add_row(key.removeprefix("env."), str(entry["value"]), entry["source"], entry["help"])
+    console.print(env_table)
 
 
 def _provider_of(model: str | None) -> str | None:
