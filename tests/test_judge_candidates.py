@@ -20,6 +20,7 @@ CASES = candidate_expectations("vector_add", gpu=False)
 def verdicts(tmp_path_factory):
     pidfile = tmp_path_factory.mktemp("escape") / "daemon.pid"
     os.environ["KW_TEST_PIDFILE"] = str(pidfile)
+    os.environ["KERNELWRIGHT_WORKER_ENV"] = "KW_TEST_PIDFILE"  # workers get an allow-listed environment
     os.environ["KERNELWRIGHT_FRAME_GRACE_S"] = "3"  # half_a_reply.py: its timeout, not 30 s
     task = resolve_task("vector_add")
     options = JudgeOptions(seeds=2, seed=1234, load_timeout=60, call_timeout=8, case_timeout=8)

@@ -6,9 +6,9 @@ imports the candidate). `wire` is the format of the private channel between them
 """
 
 from .pool import DeviceUnavailable, JudgeOptions, JudgePool, PoolClosed, detect_backend, judge_file
-from .verdict import JUDGE_ERROR, PASSED, STAGES, CaseResult, Verdict
+from .verdict import FAILURE_KINDS, JUDGE_ERROR, PASSED, STAGES, CaseResult, FailureKind, Verdict
 
 __all__ = [
-    "CaseResult", "DeviceUnavailable", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "PoolClosed", "STAGES",
+    "CaseResult", "DeviceUnavailable", "FAILURE_KINDS", "FailureKind", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "PoolClosed", "STAGES",
     "Verdict", "detect_backend", "judge_file",
 ]

@@ -117,6 +117,28 @@ def _is_skip(exc: BaseException) -> bool:
         c.__module__.startswith("_pytest") for c in type(exc).__mro__)  # (Skipped says it is from builtins)
 
 
+def exception_types(exc: BaseException, depth: int = 4) -> list[str]:
+    """The qualified class names of `exc` and its bases, then of its causes (`raise ... from`,
+    an exception raised while handling another), at most `depth` exceptions deep: the worker
+    classifies a failure from these (a Triton CompilationError, torch.OutOfMemoryError), in a
+    field of their own, never from the message."""
+    names: list[str] = []
+    seen: set[int] = set()
+    while exc is not None and depth > 0 and id(exc) not in seen:
+        seen.add(id(exc))
+        names += [f"{getattr(c, '__module__', '?')}.{getattr(c, '__qualname__', '?')}"
+                  for c in type(exc).__mro__ if c not in (BaseException, Exception, object)]
+        exc = exc.__cause__ or exc.__context__
+        depth -= 1
+    return names[:64]
+
+
+def _error_code(exc: BaseException) -> int | None:
+    """torch.AcceleratorError's CUDA/HIP error code (torch 2.8+): 2 is out of memory on both."""
+    code = getattr(exc, "error_code", None)
+    return code if type(code) is int else None
+
+
 def child_main(conn_fd: int, role: str, task, device: str, log_path: str, options: dict) -> NoReturn:
     """Entry point right after fork(). Never returns into the worker's code."""
     code = 0
@@ -128,6 +150,7 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
         else:
             procs.make_undumpable()
         _close_fds_except(conn_fd)
+        _use_triton_cache(options.get("triton_cache"))
         _redirect_stdio(log_path)
         # On a timeout the worker asks for every thread's stack (written from C, so it works
         # while Python is stuck in a kernel launch, a lock or a compile) before killing us.
@@ -142,6 +165,21 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
             pass
         code = 70
     os._exit(code)
+
+
+def _use_triton_cache(path: str | None) -> None:
+    """Compile into (and load from) this side's own Triton cache: set before anything here
+    compiles. Triton 3.4+ reads TRITON_CACHE_DIR through `triton.knobs` at each use unless a value
+    was set on the knob, so the knob is set too; older versions read the variable at each use."""
+    if not path:
+        return
+    os.environ["TRITON_CACHE_DIR"] = path
+    try:
+        from triton import knobs
+
+        knobs.cache.dir = path
+    except Exception:  # noqa: BLE001 - no knobs (Triton < 3.4): the variable is what it reads
+        pass
 
 
 def _close_fds_except(keep: int) -> None:
@@ -562,7 +600,21 @@ class Harness:
         else:
             message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         return {"op": op, "ok": False, "error": message, "error_type": type(exc).__name__,
-                "traceback": "".join(tb)[-8000:], **extra}
+                "error_types": exception_types(exc), "error_code": _error_code(exc),
+                "device_fault": self._device_fault(), "traceback": "".join(tb)[-8000:], **extra}
+
+    def _device_fault(self) -> bool:
+        """Whether the GPU context is broken (a sticky error: illegal address, misaligned access,
+        device-side assert): every CUDA call then fails, so a stream query (it never blocks, even
+        behind a kernel that is still running) raises. The worker names the failure a GPU fault
+        from this, not from the error's text. Always False on the CPU."""
+        if not self.is_gpu:
+            return False
+        try:
+            self.torch.cuda.current_stream().query()
+            return False
+        except BaseException:  # noqa: BLE001
+            return True
 
     # -- loading -----------------------------------------------------------------------------
     def op_load(self, msg: dict) -> None:

@@ -17,6 +17,20 @@ class Mismatch:
     ok: bool
     reason: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
+    # a verdict.FailureKind value: wrong_values, wrong_shape_dtype, or unwritten_output (a
+    # mismatching element whose every byte is the harness's 0xFF poison: never written)
+    kind: str = ""
+
+
+WRONG_VALUES, WRONG_SHAPE_DTYPE, UNWRITTEN_OUTPUT = "wrong_values", "wrong_shape_dtype", "unwritten_output"
+
+
+def _poisoned(t: torch.Tensor) -> torch.Tensor:
+    """Per element of the 1-D tensor `t`: are all its bytes 0xFF (the poison the candidate's
+    outputs are filled with before each call)? Computed NaNs have other bits (0x7FC00000)."""
+    size = t.element_size()
+    raw = t.contiguous().view(torch.uint8).reshape(-1, size)
+    return (raw == 0xFF).all(dim=1)
 
 
 # Elements per slice of the fast check: small enough for float64 copies to stay in cache-sized
@@ -80,8 +94,10 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
     if not out.is_floating_point() and not ref.is_floating_point() and not out.is_complex() and not ref.is_complex():
         return _compare_exact(out, ref, what)
     if out.shape != ref.shape:
-        return Mismatch(False, f"{what}: shape {list(out.shape)} differs from expected {list(ref.shape)}")
+        return Mismatch(False, f"{what}: shape {list(out.shape)} differs from expected {list(ref.shape)}",
+                        kind=WRONG_SHAPE_DTYPE)
     shape = list(out.shape)
+    complex_parts = out.is_complex() or ref.is_complex()
     if out.is_complex() or ref.is_complex():
         # real and imaginary parts, each under the rule (a cast to float64 would drop the imaginary part)
         out, ref = (torch.view_as_real(t.to(torch.complex128)) for t in (out, ref))
@@ -92,7 +108,7 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
         return Mismatch(True)
     # The report, in float64 slices (whole-tensor float64 temporaries of a GiB output took a minute)
     o, r = out.reshape(-1), ref.reshape(-1)
-    n_bad = nan_where_finite = 0
+    n_bad = nan_where_finite = poisoned = 0
     first = None
     max_err = None
     for start in range(0, o.numel(), FAST_CHECK_CHUNK):
@@ -108,6 +124,8 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
         count = int(bad.sum())
         if count:
             n_bad += count
+            if not complex_parts:
+                poisoned += int((bad & _poisoned(o[start:start + FAST_CHECK_CHUNK])).sum())
             if first is None:
                 first = start + int(bad.nonzero()[0, 0])
         finite = diff.isfinite() & ~both_nan
@@ -127,6 +145,7 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
         "expected": float(r[first]),
         "max_abs_error": max_err,
         "nan_where_reference_finite": nan_where_finite,
+        "poisoned": poisoned,
         "atol": atol,
         "rtol": rtol,
     }
@@ -136,7 +155,7 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
     )
     if nan_where_finite:
         reason += f"; {nan_where_finite} NaN where the reference is finite (unwritten or uninitialized output?)"
-    return Mismatch(False, reason, detail)
+    return Mismatch(False, reason, detail, UNWRITTEN_OUTPUT if poisoned else WRONG_VALUES)
 
 
 def _compare_exact(out: torch.Tensor, ref: torch.Tensor, what: str) -> Mismatch:
@@ -146,31 +165,35 @@ def _compare_exact(out: torch.Tensor, ref: torch.Tensor, what: str) -> Mismatch:
         return Mismatch(True)
     o, r = out64.numpy(), ref64.numpy()
     if o.shape != r.shape:
-        return Mismatch(False, f"{what}: shape {list(o.shape)} differs from expected {list(r.shape)}")
+        return Mismatch(False, f"{what}: shape {list(o.shape)} differs from expected {list(r.shape)}",
+                        kind=WRONG_SHAPE_DTYPE)
     bad = o != r
     n_bad = int(bad.sum())
     if n_bad == 0:
         return Mismatch(True)
+    poisoned = int((torch.from_numpy(bad.reshape(-1)) & _poisoned(out.reshape(-1))).sum()) if out.dtype != torch.bool else 0
     first = np.unravel_index(int(np.argmax(bad)), o.shape)
     detail = {"mismatched": n_bad, "total": int(o.size), "first_index": [int(i) for i in first],
-              "got": int(o[first]), "expected": int(r[first]), "atol": 0, "rtol": 0}
+              "got": int(o[first]), "expected": int(r[first]), "poisoned": poisoned, "atol": 0, "rtol": 0}
     return Mismatch(False, f"{what}: {n_bad} of {o.size} integer elements differ (exact match required); "
                     f"first at {tuple(detail['first_index'])}: got {detail['got']}, expected {detail['expected']}",
-                    detail)
+                    detail, UNWRITTEN_OUTPUT if poisoned else WRONG_VALUES)
 
 
 def compare_outputs(outs: list[torch.Tensor], refs: list[torch.Tensor], metas: list[dict[str, Any]],
                     tolerance_for) -> Mismatch:
     """Check count, shape and dtype against the native-dtype reference, then values."""
     if len(outs) != len(refs):
-        return Mismatch(False, f"returned {len(outs)} output(s); expected {len(refs)}")
+        return Mismatch(False, f"returned {len(outs)} output(s); expected {len(refs)}", kind=WRONG_SHAPE_DTYPE)
     for i, (out, ref, meta) in enumerate(zip(outs, refs, metas)):
         what = "output" if len(outs) == 1 else f"output {i}"
         got_dtype = str(out.dtype).removeprefix("torch.")
         if list(out.shape) != list(meta["shape"]):
-            return Mismatch(False, f"{what}: wrong shape {list(out.shape)}, expected {meta['shape']}")
+            return Mismatch(False, f"{what}: wrong shape {list(out.shape)}, expected {meta['shape']}",
+                            kind=WRONG_SHAPE_DTYPE)
         if got_dtype != meta["dtype"]:
-            return Mismatch(False, f"{what}: wrong dtype {got_dtype}, expected {meta['dtype']}")
+            return Mismatch(False, f"{what}: wrong dtype {got_dtype}, expected {meta['dtype']}",
+                            kind=WRONG_SHAPE_DTYPE)
         tol = tolerance_for(meta["dtype"])
         result = compare_tensor(out, ref, tol.atol, tol.rtol, what)
         if not result.ok:

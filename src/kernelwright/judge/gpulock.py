@@ -19,7 +19,6 @@ import contextlib
 import fcntl
 import os
 import signal
-import tempfile
 import threading
 import time
 from typing import Any, Callable
@@ -58,8 +57,13 @@ NUDGE_SIGNAL = signal.SIGRTMIN + 3 if hasattr(signal, "SIGRTMIN") else None
 
 
 def _lock_base() -> str:
+    """This GPU's lock files, in the judge's private directory (0700, owned by this user: see
+    `privdir`), not in world-writable /tmp where another user could hold them or plant symlinks.
+    Every judge process of this user agrees on it (the pool passes it to its workers)."""
+    from .privdir import private_dir
+
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES") or "0"
-    return os.path.join(tempfile.gettempdir(), f"kernelwright-gpu-{visible.replace(',', '_')}")
+    return os.path.join(private_dir(), f"gpu-{visible.replace(',', '_').replace(os.sep, '_')}")
 
 
 def _open_lock_files():

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+import uuid
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import Pipe
 from pathlib import Path
@@ -24,8 +28,11 @@ from typing import Callable, Iterable
 
 from ..tasks import Task
 from .gpulock import MAX_LOCK_CREDIT_S
-from .static import check_source
+from .privdir import ENV as PRIVATE_DIR_ENV
+from .privdir import ensure_private, private_dir
+from .static import MAX_SOURCE_BYTES, check_source
 from .verdict import JUDGE_ERROR, Verdict
+from .workerenv import worker_environment
 
 BACKENDS = ("auto", "cpu", "cuda", "hip")
 
@@ -107,12 +114,17 @@ class WorkerHandle:
     process; `wait_ready` waits for its handshake (importing torch and Triton, initialising the
     device: seconds), so that many workers start side by side."""
 
-    def __init__(self, backend: str, index: int, options: JudgeOptions, start_timeout: float = 600.0) -> None:
+    def __init__(self, backend: str, index: int, options: JudgeOptions, start_timeout: float = 600.0,
+                 private: Path | None = None) -> None:
         self.backend = backend
         self.index = index
         self.start_timeout = start_timeout
         self.info: dict | None = None
-        env = dict(os.environ)
+        # Allow-listed, never a copy of ours: the worker's environment is every candidate's
+        # (forked children inherit it, and /proc/<pid>/environ shows what a process was exec'd with).
+        env = worker_environment()
+        private = private or private_dir()
+        env[PRIVATE_DIR_ENV] = str(private)  # the GPU lock files: every process of this run agrees
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         if backend == "cuda":
@@ -131,7 +143,10 @@ class WorkerHandle:
         )
         theirs.close()
         self.conn = ours
-        self.conn.send({"options": {"memory_fraction": options.memory_fraction}})
+        # Each child gets a Triton cache of its own side (see worker.Worker.start): the reference's
+        # is never a directory a candidate is pointed at, so it cannot plant a compiled kernel there.
+        self.conn.send({"options": {"memory_fraction": options.memory_fraction,
+                                    "cache_root": str(ensure_private(private / "triton"))}})
 
     def wait_ready(self) -> dict:
         """The worker's device description, once it has started (raises if it could not)."""
@@ -195,7 +210,7 @@ def static_verdict(task: Task, candidate: Path) -> Verdict | None:
     if result.ok:
         return None
     return Verdict(task=task.name, candidate=str(candidate), stage="static", call=False, correct=False,
-                   reason=result.reason)
+                   reason=result.reason, kind=result.kind or JUDGE_ERROR)
 
 
 def job_timeout(task: Task, opts: dict) -> float:
@@ -242,6 +257,14 @@ class JudgePool:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.device_info: dict = {}
+        self.private = private_dir()  # 0700, ours: lock files, submitted sources, Triton caches
+        protect_coordinator()
+        # `submit`: sources written here (0700, this pool's own, removed on close), judged by as
+        # many threads as there are workers; futures not settled yet (close settles them)
+        self._sources: Path | None = None
+        self._submitter: ThreadPoolExecutor | None = None
+        self._pending: set[Future] = set()
+        self._submitted = 0
         # Workers die with the *thread* that started them (PR_SET_PDEATHSIG follows the thread),
         # so they are all started from one thread that lives as long as the pool; a judge_many
         # thread that ends must not take its workers with it.
@@ -252,7 +275,8 @@ class JudgePool:
         """The worker at `index`, its process started (a new one if it has none or it died)."""
         handle = self._workers[index]
         if handle is None or handle.process.poll() is not None:
-            handle = self._spawner.submit(WorkerHandle, self.backend, index % self.n_devices, self.options).result()
+            handle = self._spawner.submit(WorkerHandle, self.backend, index % self.n_devices, self.options,
+                                          private=self.private).result()
             self._workers[index] = handle
         return handle
 
@@ -286,11 +310,27 @@ class JudgePool:
         # PoolClosed instead of recording a verdict for a task that was never judged: a stored
         # verdict is final, and the resumed run would skip it
         self._closing.set()
+        pids = []
         for i, handle in enumerate(self._workers):
             if handle is not None:
+                pids.append(handle.process.pid)
                 handle.close()
                 self._workers[i] = None
         self._spawner.shutdown(wait=True)
+        self._close_submissions()
+        remove_worker_caches(self.private, pids)
+
+    def _close_submissions(self) -> None:
+        """Every submission not judged yet raises PoolClosed; the sources directory goes."""
+        with self._lock:
+            pending, self._pending = list(self._pending), set()
+            submitter, self._submitter = self._submitter, None
+        for future in pending:
+            _settle(future, error=PoolClosed("the judge pool was closed before this candidate was judged"))
+        if submitter is not None:
+            submitter.shutdown(wait=False, cancel_futures=True)
+        if self._sources is not None:
+            shutil.rmtree(self._sources, ignore_errors=True)
 
     def __enter__(self) -> "JudgePool":
         return self
@@ -299,8 +339,15 @@ class JudgePool:
         self.close()
 
     # -- judging ----------------------------------------------------------------------------
-    def judge(self, task: Task, candidate: str | Path, options: JudgeOptions | None = None) -> Verdict:
-        """Judge one candidate file (static stage here, the rest on a free worker)."""
+    def judge(self, task: Task, candidate: str | Path, options: JudgeOptions | None = None,
+              candidate_id: str | None = None) -> Verdict:
+        """Judge one candidate file (static stage here, the rest on a free worker). The verdict
+        carries `candidate_id` (a fresh uuid hex when none is given)."""
+        verdict = self._judge(task, candidate, options)
+        verdict.candidate_id = candidate_id or uuid.uuid4().hex
+        return verdict
+
+    def _judge(self, task: Task, candidate: str | Path, options: JudgeOptions | None) -> Verdict:
         candidate = Path(candidate).expanduser().resolve()
         opts = options or self.options
         failed = static_verdict(task, candidate)
@@ -323,11 +370,101 @@ class JudgePool:
                     raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
                 self._replace(index)
                 verdict = Verdict(task=task.name, candidate=str(candidate), stage=JUDGE_ERROR, call=False,
-                                  correct=False, reason=str(exc), seeds=request["seeds"])
+                                  correct=False, reason=str(exc), seeds=request["seeds"], kind=JUDGE_ERROR)
             verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
             return verdict
         finally:
             self._free.put(index)
+
+    # -- the agent's interface: source text in, a future verdict out ---------------------------
+    def submit(self, task: Task, code: str, candidate_id: str | None = None,
+               options: JudgeOptions | None = None) -> "Future[Verdict]":
+        """Judge the source text `code` in the background; the future's result is its verdict
+        (with `candidate_id`, a fresh uuid hex when none is given). A candidate's problems are
+        verdicts, never exceptions: the future raises only PoolClosed, when the pool is closed
+        before the candidate was judged. Submissions queue; the pool's workers take them as they
+        come free."""
+        candidate_id = candidate_id or uuid.uuid4().hex
+        future: Future = Future()
+        with self._lock:
+            if self._closing.is_set():
+                future.set_exception(PoolClosed("the judge pool is closed"))
+                return future
+            if self._submitter is None:
+                self._submitter = ThreadPoolExecutor(max_workers=self.n_workers,
+                                                     thread_name_prefix="kernelwright-submit")
+            self._pending.add(future)
+            self._submitter.submit(self._judge_submission, future, task, code, candidate_id, options)
+        return future
+
+    def _judge_submission(self, future: Future, task: Task, code: str, candidate_id: str,
+                          options: JudgeOptions | None) -> None:
+        try:
+            if future.done() or not future.set_running_or_notify_cancel():
+                return
+        except (InvalidStateError, RuntimeError):
+            return  # settled by close() meanwhile
+        path: Path | None = None
+        try:
+            verdict = self._source_verdict(task, code, candidate_id)
+            if verdict is None:
+                path = self._write_source(code, candidate_id)
+                verdict = self.judge(task, path, options, candidate_id=candidate_id)
+            _settle(future, result=verdict)
+        except PoolClosed as exc:
+            _settle(future, error=exc)
+        except Exception as exc:  # noqa: BLE001 - a judge bug costs this verdict, never the caller's loop
+            if self._closing.is_set():
+                _settle(future, error=PoolClosed("the judge pool was closed while this candidate was judged"))
+            else:
+                _settle(future, result=Verdict(task=task.name, candidate=str(path or candidate_id), stage=JUDGE_ERROR,
+                                               call=False, correct=False, reason=f"internal judge error: {exc!r}",
+                                               detail=traceback.format_exc(), kind=JUDGE_ERROR,
+                                               candidate_id=candidate_id))
+        finally:
+            with self._lock:
+                self._pending.discard(future)
+            if path is not None:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+
+    @staticmethod
+    def _source_verdict(task: Task, code: str, candidate_id: str) -> Verdict | None:
+        """The static verdict of source text that is not worth a file: too large, not text."""
+        def fail(reason: str, kind: str) -> Verdict:
+            return Verdict(task=task.name, candidate=candidate_id, stage="static", call=False, correct=False,
+                           reason=reason, kind=kind, candidate_id=candidate_id)
+
+        if not isinstance(code, str):
+            return fail(f"the candidate's source is a {type(code).__name__}, not text", "syntax_error")
+        if len(code) > MAX_SOURCE_BYTES:  # (characters: at least as many bytes)
+            return fail(f"candidate source is {len(code)} characters; the limit is {MAX_SOURCE_BYTES} bytes",
+                        "too_large")
+        try:
+            code.encode("utf-8")
+        except UnicodeEncodeError:
+            return fail("candidate source cannot be written as UTF-8 text", "syntax_error")
+        return None
+
+    def _write_source(self, code: str, candidate_id: str) -> Path:
+        """`code` in a new file of this pool's sources directory (0700; the file 0600), named
+        after the candidate (sanitized; a counter keeps names unique)."""
+        with self._lock:
+            if self._closing.is_set():
+                raise PoolClosed("the judge pool was closed before this candidate was judged")
+            if self._sources is None:
+                self._sources = Path(tempfile.mkdtemp(prefix=f"sources-{os.getpid()}-",
+                                                      dir=ensure_private(self.private / "sources")))
+            self._submitted += 1
+            number = self._submitted
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", candidate_id)[:80].lstrip(".") or "candidate"
+        path = self._sources / f"{stem}-{number}.py"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(code)
+        return path
 
     def _replace(self, index: int) -> None:
         handle = self._workers[index]
@@ -361,7 +498,7 @@ class JudgePool:
                         return  # e.g. the spawner refusing work after close: not this candidate's fault
                     results[i] = Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False,
                                          correct=False, reason=f"internal judge error: {exc!r}",
-                                         detail=traceback.format_exc())
+                                         detail=traceback.format_exc(), kind=JUDGE_ERROR)
                 if on_verdict is not None:
                     on_verdict(i, results[i])
 
@@ -379,6 +516,37 @@ class JudgePool:
                 Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False, correct=False,
                         reason="internal judge error: this candidate's judging thread stopped")
                 for r, (task, path) in zip(results, jobs)]
+
+
+def _settle(future: Future, result: Verdict | None = None, error: BaseException | None = None) -> None:
+    """Give `future` its verdict or exception, unless it already has one (close() and a judging
+    thread may race to settle it)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except InvalidStateError:
+        pass
+
+
+def remove_worker_caches(private: Path, pids: list[int]) -> None:
+    """The Triton caches of these workers' children (a worker killed at close leaves them)."""
+    root = private / "triton"
+    for pid in pids:
+        for path in root.glob(f"w{pid}-*"):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def protect_coordinator() -> None:
+    """Make this (the coordinator's) process non-dumpable: a candidate runs as the same user, and
+    could otherwise read `/proc/<coordinator>/environ` (the API keys the agent was started with)
+    and its memory. The cost: no core dumps of this process, and a debugger or py-spy needs root
+    to attach. KERNELWRIGHT_KEEP_DUMPABLE=1 keeps it as it is (for debugging the coordinator)."""
+    from .procs import make_undumpable
+
+    if os.environ.get("KERNELWRIGHT_KEEP_DUMPABLE", "") in ("", "0"):
+        make_undumpable()
 
 
 def judge_file(task: Task, candidate: str | Path, device: str = "auto",

@@ -19,6 +19,7 @@ class StaticResult:
     ok: bool
     reason: str
     kernels: list[str]
+    kind: str = ""  # a verdict.FailureKind value when not ok
 
 
 def _is_jit_decorator(node: ast.expr) -> bool:
@@ -36,18 +37,21 @@ def check_source(path: Path, entry_name: str) -> StaticResult:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return StaticResult(False, f"cannot read candidate file: {exc.strerror}", [])
+        return StaticResult(False, f"cannot read candidate file: {exc.strerror}", [], "judge_error")
     if len(raw) > MAX_SOURCE_BYTES:
-        return StaticResult(False, f"candidate file is {len(raw)} bytes; the limit is {MAX_SOURCE_BYTES}", [])
+        return StaticResult(False, f"candidate file is {len(raw)} bytes; the limit is {MAX_SOURCE_BYTES}", [],
+                            "too_large")
     try:
         source = raw.decode("utf-8")
         with _PARSE_LOCK:
             tree = ast.parse(source, filename=str(path))
     except UnicodeDecodeError:
-        return StaticResult(False, "candidate file is not UTF-8 text", [])
+        return StaticResult(False, "candidate file is not UTF-8 text", [], "syntax_error")
     except SyntaxError as exc:
         line = (exc.text or "").strip()
-        return StaticResult(False, f"does not parse: {exc.msg} at line {exc.lineno}: {line}", [])
+        return StaticResult(False, f"does not parse: {exc.msg} at line {exc.lineno}: {line}", [], "syntax_error")
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; nesting too deep for the parser
+        return StaticResult(False, f"does not parse: {type(exc).__name__}: {str(exc)[:200]}", [], "syntax_error")
 
     kernels = [
         node.name
@@ -70,9 +74,10 @@ def check_source(path: Path, entry_name: str) -> StaticResult:
         ):
             defines_entry = True
     if not defines_entry:
-        return StaticResult(False, f"does not define the entry point `{entry_name}` at module level", kernels)
+        return StaticResult(False, f"does not define the entry point `{entry_name}` at module level", kernels,
+                            "missing_entry_point")
     if not kernels:
-        return StaticResult(False, "defines no @triton.jit kernel", kernels)
+        return StaticResult(False, "defines no @triton.jit kernel", kernels, "no_triton_kernel")
     return StaticResult(True, "ok", kernels)
 
 

@@ -2,12 +2,148 @@
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, Callable
 
 STAGES = ("static", "call", "correctness", "performance")
 PASSED = "passed"
 JUDGE_ERROR = "judge_error"  # the judge itself could not decide (broken reference, lost worker)
+
+
+class FailureKind(str, Enum):
+    """What went wrong, as one word an agent can branch on (the reason says it in English).
+
+    Set by the trusted side (worker, pool) where each failure is raised, from structured data:
+    which check failed, the exception *type* the candidate child reports in its own field, how the
+    child died. Never from the English text of a reason, which the candidate can write itself
+    (a candidate that prints "out of memory" and is simply wrong is `wrong_values`)."""
+
+    PASSED = "passed"
+    # static stage (the coordinator, AST only)
+    SYNTAX_ERROR = "syntax_error"              # does not parse (or is not UTF-8)
+    TOO_LARGE = "too_large"                    # the source is over the static stage's size limit
+    MISSING_ENTRY_POINT = "missing_entry_point"
+    NO_TRITON_KERNEL = "no_triton_kernel"
+    # the candidate's process
+    IMPORT_ERROR = "import_error"              # importing the candidate raised (or exited)
+    COMPILE_ERROR = "compile_error"            # Triton compilation failed (CompilationError, OutOfResources)
+    RUNTIME_ERROR = "runtime_error"            # a call raised
+    TIMEOUT = "timeout"
+    CRASH = "crash"                            # the process died: a signal, an exit
+    GPU_FAULT = "gpu_fault"                    # the device context broke (illegal address, ...)
+    OUT_OF_MEMORY = "out_of_memory"            # torch.OutOfMemoryError, MemoryError
+    PROTOCOL_ERROR = "protocol_error"          # an unreadable reply from the candidate child
+    # what the worker's checks found
+    WRONG_VALUES = "wrong_values"
+    WRONG_SHAPE_DTYPE = "wrong_shape_dtype"    # also: the wrong number of outputs
+    UNWRITTEN_OUTPUT = "unwritten_output"      # poisoned memory (0xFF bytes) read back
+    MUTATED_INPUT = "mutated_input"
+    NO_KERNEL_LAUNCH = "no_kernel_launch"      # its own Triton kernels never launched
+    CACHED_RESULT = "cached_result"            # a later call launched nothing
+    NONDETERMINISTIC = "nondeterministic"
+    TIMING_CHEAT = "timing_cheat"              # escaping the timed stream, below the roofline
+    PERF_MISMATCH = "perf_mismatch"            # wrong values at the timed sizes
+    JUDGE_ERROR = "judge_error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FAILURE_KINDS = tuple(k.value for k in FailureKind)
+
+
+def default_kind(stage: str) -> str:
+    """The kind of a verdict written before kinds existed: only the stage is known."""
+    if stage == PASSED:
+        return FailureKind.PASSED.value
+    if stage == JUDGE_ERROR:
+        return FailureKind.JUDGE_ERROR.value
+    return FailureKind.RUNTIME_ERROR.value
+
+
+# a frame as tracebacks write it ('  File "x.py", line 3, in f') and as faulthandler does
+# ('  File "x.py", line 3 in f'); and a run of frames dropped by an earlier filter
+_FRAME = re.compile(r'^  File "(.*)", line \d+(?:,? in .*)?$')
+_OMITTED = re.compile(r"^  \[(\d+) .*frame\(s\) omitted\]$")
+# kinds whose log tail (what the candidate printed, a faulthandler stack) says what happened
+_LOG_KINDS = {"crash", "timeout", "gpu_fault", "protocol_error", "out_of_memory"}
+
+
+def filter_traceback(text: str, keep_file: Callable[[str], bool], what: str = "other") -> str:
+    """`text` (tracebacks as Python formats them) with only the frames whose file `keep_file`
+    accepts; each run of dropped frames becomes one line saying how many. Exception lines and
+    the "During handling..." separators stay."""
+    out: list[str] = []
+    dropped = 0
+    in_frame = keeping = False
+    for line in text.splitlines():
+        omitted = _OMITTED.match(line)
+        if omitted:
+            dropped += int(omitted.group(1))
+            in_frame = keeping = False
+            continue
+        match = _FRAME.match(line)
+        if match:
+            in_frame, keeping = True, keep_file(match.group(1))
+            if keeping:
+                if dropped:
+                    out.append(f"  [{dropped} {what} frame(s) omitted]")
+                    dropped = 0
+                out.append(line)
+            else:
+                dropped += 1
+            continue
+        if in_frame and line.startswith("    "):  # the frame's source line and its ^^^ marks
+            if keeping:
+                out.append(line)
+            continue
+        in_frame = False
+        if dropped:
+            out.append(f"  [{dropped} {what} frame(s) omitted]")
+            dropped = 0
+        out.append(line)
+    if dropped:
+        out.append(f"  [{dropped} {what} frame(s) omitted]")
+    return "\n".join(out)
+
+
+def _same_file(a: str, b: str) -> bool:
+    return bool(a) and bool(b) and os.path.normpath(a) == os.path.normpath(b)
+
+
+def shorten(text: str, max_chars: int, marker: str = "\n[... {n} characters cut ...]\n") -> str:
+    """`text` at most `max_chars` long: its middle replaced by a marker saying how much went."""
+    if len(text) <= max_chars:
+        return text
+    budget = max(0, max_chars - len(marker) - 8)
+    head, tail = budget // 2, budget - budget // 2
+    cut = len(text) - head - tail
+    return text[:head] + marker.format(n=cut) + (text[-tail:] if tail else "")
+
+
+def _mismatch_summary(error: dict[str, Any]) -> str:
+    """What compare reported about a failing output, one line."""
+    parts = []
+    if "mismatched" in error and "total" in error:
+        parts.append(f"{error['mismatched']} of {error['total']} elements wrong")
+    if "first_index" in error:
+        parts.append(f"first at {tuple(error['first_index'])}: got {error.get('got')!r}, "
+                     f"expected {error.get('expected')!r}")
+    if error.get("max_abs_error") is not None:
+        parts.append(f"max abs error {error['max_abs_error']:.4g}")
+    expected, got = error.get("expected"), error.get("got")
+    if isinstance(expected, (int, float)) and isinstance(got, (int, float)) and expected:
+        parts.append(f"relative error there {abs(got - expected) / abs(expected):.3g}")
+    if error.get("nan_where_reference_finite"):
+        parts.append(f"{error['nan_where_reference_finite']} NaN where the reference is finite")
+    if error.get("poisoned"):
+        parts.append(f"{error['poisoned']} never written (still the 0xFF poison)")
+    if "atol" in error:
+        parts.append(f"tolerance atol={error['atol']:g} rtol={error.get('rtol', 0):g}")
+    return "; ".join(parts)
 
 
 @dataclass
@@ -27,6 +163,7 @@ class CaseResult:
     ci95: list[float] | None = None
     roofline_ms: float | None = None
     timing: dict[str, Any] | None = None
+    failure: str = ""              # the FailureKind of a failing case ("" otherwise)
 
 
 @dataclass
@@ -49,6 +186,11 @@ class Verdict:
     flags: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    kind: str = ""                 # a FailureKind value; "" is filled in from the stage
+    candidate_id: str = ""         # the submitter's name for the candidate (JudgePool.submit)
+
+    def __post_init__(self) -> None:
+        self.kind = str(self.kind.value if isinstance(self.kind, FailureKind) else self.kind) or default_kind(self.stage)
 
     @property
     def passed(self) -> bool:
@@ -57,8 +199,36 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def feedback(self, max_chars: int = 3000) -> str:
+        """A compact text about this verdict for an LLM reflector: stage and kind, the reason,
+        the failing case (label, parameters, seeds) and what the comparison found, the traceback
+        frames in the candidate's own file, and the end of its log when it crashed or hung.
+        At most `max_chars` (the middle is cut, with a marker)."""
+        if self.passed:
+            lines = [f"verdict: passed (kind passed) - {self.reason}"]
+            if self.speedup is not None:
+                ci = f" (95% CI {self.speedup_ci95[0]:.3f}-{self.speedup_ci95[1]:.3f})" if self.speedup_ci95 else ""
+                lines.append(f"speedup over the {self.baseline} baseline: {self.speedup:.3f}x{ci}")
+            return shorten("\n".join(lines), max_chars)
+        lines = [f"verdict: failed at stage {self.stage} (kind {self.kind})", f"reason: {self.reason}"]
+        failing = next((c for c in self.cases if c.ok is False), None)
+        if failing is not None:
+            seeds = f", seeds {failing.seeds}" if failing.seeds else ""
+            lines.append(f"failing case: {failing.kind} {failing.label} {failing.params}{seeds}")
+            if failing.error:
+                lines.append(f"comparison: {_mismatch_summary(failing.error)}")
+        if self.detail.strip():
+            own = filter_traceback(self.detail, lambda f: _same_file(f, self.candidate), "judge/library")
+            lines += ["traceback (frames in the candidate's file):", own.strip()]
+        if self.kind in _LOG_KINDS and self.log_tail.strip():
+            # (a timeout's tail is every thread's stack: the candidate's frames are what matter)
+            log = filter_traceback(self.log_tail, lambda f: _same_file(f, self.candidate), "judge/library")
+            tail = [line for line in log.splitlines() if line.strip()][-15:]
+            lines += ["last lines the candidate's process printed:", *tail]
+        return shorten("\n".join(lines), max_chars)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Verdict":
         data = dict(data)
         data["cases"] = [CaseResult(**c) for c in data.get("cases", [])]
-        return cls(**data)
+        return cls(**data)  # (a dict from before kinds existed gets its kind from the stage)

@@ -18,6 +18,7 @@ import contextlib
 import math
 import os
 import secrets
+import shutil
 import signal
 import sys
 import tempfile
@@ -316,9 +317,12 @@ class ReferenceStream:
 
 
 class CaseFailed(Exception):
-    def __init__(self, stage: str, reason: str, detail: str = "", log_tail: str = "") -> None:
+    """The candidate failed `stage`; `kind` is the verdict.FailureKind value that says how."""
+
+    def __init__(self, stage: str, reason: str, detail: str = "", log_tail: str = "", kind: str = "") -> None:
         super().__init__(reason)
         self.stage, self.reason, self.detail, self.log_tail = stage, reason, detail, log_tail
+        self.kind = kind or "runtime_error"
 
 
 class CaseSkipped(Exception):
@@ -350,6 +354,48 @@ def classify_error(text: str) -> str:
     return "raised an exception"
 
 
+# Exception classes (the candidate child's `error_types` field: qualified names of the exception's
+# bases and causes) that name a failure kind. On the CPU a kernel body that the GPU compiler would
+# reject fails inside Triton's interpreter, which wraps it in InterpreterError.
+COMPILE_ERROR_TYPES = frozenset({"triton.compiler.errors.CompilationError", "triton.runtime.errors.OutOfResources",
+                                 "triton.runtime.errors.PTXASError", "triton.runtime.errors.InterpreterError"})
+OUT_OF_MEMORY_TYPES = frozenset({"torch.OutOfMemoryError", "builtins.MemoryError"})
+OUT_OF_MEMORY_CODE = 2  # cudaErrorMemoryAllocation and hipErrorOutOfMemory (torch.AcceleratorError.error_code)
+CHILD_FAILURE_KINDS = {"timeout": "timeout", "crash": "crash", "protocol": "protocol_error"}
+
+
+def error_kind(reply: dict, importing: bool) -> str:
+    """The FailureKind of an error reply from a candidate child, from its structured fields only
+    (the exception's class names, the device's error code, whether the GPU context is broken);
+    the message is the candidate's to write and is never read here."""
+    types = reply.get("error_types")
+    types = [t for t in types if isinstance(t, str)] if isinstance(types, list) else []
+    if reply.get("device_fault") is True:
+        return "gpu_fault"
+    if reply.get("error_code") == OUT_OF_MEMORY_CODE or OUT_OF_MEMORY_TYPES.intersection(types):
+        return "out_of_memory"
+    if COMPILE_ERROR_TYPES.intersection(types):
+        return "compile_error"
+    return "import_error" if importing else "runtime_error"
+
+
+# Frames of these directories in a candidate's traceback are the harness calling it: the
+# reflector needs the candidate's frames (and Triton's), not ours.
+_JUDGE_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
+                    for d in ("judge", "tasks"))
+
+
+def is_judge_frame(path: str) -> bool:
+    return path.startswith(_JUDGE_DIRS) or path.startswith("<frozen importlib")
+
+
+def last_lines(text: str, lines: int = 3, max_chars: int = 300) -> str:
+    """The last non-empty lines of a log, joined with " | ", at most `max_chars` (its end)."""
+    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    joined = " | ".join(kept)
+    return joined if len(joined) <= max_chars else "..." + joined[-max_chars:]
+
+
 class ProbeFailed(Exception):
     """The reference failed on poisoned memory and its process may be unusable: judge again
     without probes."""
@@ -365,6 +411,7 @@ class Worker:
         self.spare_reference: ChildProcess | None = None
         self.references: dict[tuple, ChildProcess] = {}
         self.info: dict[str, Any] = {}
+        self.caches: dict[str, str] = {}  # role -> its children's Triton cache directory
         self.no_probe: dict[str, str] = {}  # task ref -> why its reference is not probed
         self._probe_failures: list[str] = []
         self._perf_bytes: dict[int, int] = {}  # perf case -> output bytes (the timing order)
@@ -461,10 +508,24 @@ class Worker:
     def _child_options(self, role: str) -> dict:
         return {"memory_fraction": self._memory_fraction if role == "candidate" else None,
                 "cpu_threads": self.options.get("cpu_threads", 1),
-                "max_file_bytes": 64 << 20}
+                "max_file_bytes": 64 << 20,
+                "triton_cache": self.caches.get(role)}
+
+    def _make_caches(self) -> None:
+        """One Triton cache directory per side (0700, random names, removed at shutdown), set in
+        each child after the fork: candidates compile into theirs and are never pointed at the
+        reference's, so a candidate cannot plant a compiled kernel where the reference loads its
+        own by accident or by following its environment (one that searches the disk can still
+        find it: same user). Shared by the children of one side of this worker, so the driver's
+        helper module and launchers are built once per worker."""
+        root = self.options.get("cache_root")
+        if root and os.path.isdir(root):
+            self.caches = {role: tempfile.mkdtemp(prefix=f"w{os.getpid()}-{role}-", dir=root)
+                           for role in ("reference", "candidate")}
 
     def start(self) -> dict:
         """Fork the first spare and read the device description from it."""
+        self._make_caches()
         self.spare = self._fork("candidate", None)
         self.info = self.spare.ready(self.options.get("start_timeout", 300))
         return self.info
@@ -512,6 +573,8 @@ class Worker:
         from . import procs
 
         procs.kill_strays(keep=set())
+        for path in self.caches.values():
+            shutil.rmtree(path, ignore_errors=True)
 
     # -- the cascade ------------------------------------------------------------------------
     def judge(self, request: dict) -> dict:
@@ -590,13 +653,13 @@ class Worker:
             if self._probe_failures:
                 verdict.flags.append("the reference failed on poisoned memory, so it was not fully probed for "
                                      f"outputs it leaves unwritten ({self._probe_failures[0]})")
-            verdict.stage, verdict.reason = PASSED, "passed"
+            verdict.stage, verdict.reason, verdict.kind = PASSED, "passed", PASSED
             if verdict.flags:
                 verdict.reason = "passed with notes: " + "; ".join(verdict.flags)
         except ProbeFailed:
             raise
         except CaseFailed as failure:
-            verdict.stage, verdict.reason = failure.stage, failure.reason
+            verdict.stage, verdict.reason, verdict.kind = failure.stage, failure.reason, failure.kind
             verdict.detail, verdict.log_tail = failure.detail, failure.log_tail or verdict.log_tail
             if failure.stage == "performance":
                 verdict.speedup = verdict.speedup_geomean = verdict.speedup_ci95 = None
@@ -607,10 +670,10 @@ class Worker:
             if (self._probe_failures or self._probed) and opts.get("probe", True):
                 raise ProbeFailed(self._probe_failures[0] if self._probe_failures else
                                   f"after a probe: {str(exc).splitlines()[0][:300]}") from None
-            verdict.stage, verdict.reason = JUDGE_ERROR, str(exc).splitlines()[0]
+            verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, str(exc).splitlines()[0], JUDGE_ERROR
             verdict.detail = str(exc)
         except Exception as exc:  # noqa: BLE001 - a bug in the judge must not lose the verdict
-            verdict.stage, verdict.reason = JUDGE_ERROR, f"internal judge error: {exc!r}"
+            verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, f"internal judge error: {exc!r}", JUDGE_ERROR
             verdict.detail = traceback.format_exc()
         finally:
             if cand is not None:
@@ -649,12 +712,12 @@ class Worker:
             raise self._failure(child, stage, doing, exc.reason, exc.kind, log_tail=exc.log_tail) from None
         if not reply.get("ok"):
             raise self._failure(child, stage, doing, reply.get("error", "unknown error"), "error",
-                                detail=reply.get("traceback", ""))
+                                detail=reply.get("traceback", ""), reply=reply)
         return reply
 
     @staticmethod
     def _failure(child: ChildProcess, stage: str, doing: str, error: str, kind: str,
-                 detail: str = "", log_tail: str = "") -> Exception:
+                 detail: str = "", log_tail: str = "", reply: dict | None = None) -> Exception:
         log_tail = log_tail or child.log_tail()
         if child.role == "reference":  # its log tail says why (a crash leaves no traceback in the reply)
             return JudgeError(f"the task's reference failed while {doing}: {error}\n{detail}{log_tail}")
@@ -662,10 +725,20 @@ class Worker:
             reason = f"{error} (an infinite loop in host code, or a kernel that never terminates?)"
         elif kind == "error":
             reason = f"the candidate {classify_error(error)}: {error}"
+        elif kind == "crash" and last_lines(log_tail):
+            # what native code said as it died ("double free or corruption", a CUDA error) is
+            # the best clue there is: the process left no traceback
+            reason = f"{error}; its last output: {last_lines(log_tail)}"
         else:
             reason = error
         reason = f"{doing.removeprefix('running ')}: {reason}"
-        return CaseFailed(stage, reason, detail=detail, log_tail=log_tail)
+        if detail:  # the candidate's traceback, without the harness frames it was called through
+            from .verdict import filter_traceback
+
+            detail = filter_traceback(detail, lambda path: not is_judge_frame(path), "judge")
+        failure = (error_kind(reply or {}, doing == "importing the candidate") if kind == "error"
+                   else CHILD_FAILURE_KINDS.get(kind, "crash"))
+        return CaseFailed(stage, reason, detail=detail, log_tail=log_tail, kind=failure)
 
     def _run_call_and_correctness(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts) -> None:
         from .compare import compare_outputs, identical
@@ -752,7 +825,7 @@ class Worker:
                     problem = self._check_item(task, probed, got, compare_outputs, identical)
                     if problem is not None and probed.get("probe_failed"):
                         problem = (f"{problem[0]} (the reference failed on poisoned memory, so it was not probed "
-                                   f"for outputs it leaves undefined: {probed['probe_failed']})", problem[1])
+                                   f"for outputs it leaves undefined: {probed['probe_failed']})", *problem[1:])
                 trace(task.name, f"{label}: reference {ref_s:.2f} s (waited for), candidate {cand_s:.2f} s, "
                                  f"checks {time.monotonic() - mark:.2f} s{'' if problem is None else ', FAILED'}")
                 result = results.get(item["case"])
@@ -765,9 +838,9 @@ class Worker:
                 result.seconds = round(result.seconds + got["seconds"], 6)
                 n += 1
                 if problem is not None:
-                    reason, detail = problem
-                    result.ok, result.reason, result.error = False, reason, detail
-                    raise CaseFailed("correctness", f"{label}: {reason}", log_tail=cand.log_tail())
+                    reason, detail, kind = problem
+                    result.ok, result.reason, result.error, result.failure = False, reason, detail, kind
+                    raise CaseFailed("correctness", f"{label}: {reason}", log_tail=cand.log_tail(), kind=kind)
         except (CaseFailed, JudgeError):
             self._drain(ref, stream.pending, opts["case_timeout"])
             raise
@@ -788,35 +861,36 @@ class Worker:
 
     def _check_item(self, task, expected: dict, got: dict, compare_outputs, identical):
         """Return None if the candidate's outputs for one (case, seed) are acceptable, else
-        (reason, detail)."""
+        (reason, detail, FailureKind value)."""
         if got["launches"] < 1:
-            return ("the candidate's own Triton kernels were never launched (did it compute with torch?)", {})
+            return ("the candidate's own Triton kernels were never launched (did it compute with torch?)", {},
+                    "no_kernel_launch")
         pristine, after = expected["inputs"], got["inputs_after"]
         for i, (a, b) in enumerate(zip(pristine, after)):
             if i not in task.mutable_args and not identical([a], [b]):
-                return (f"modified its input tensor #{i}; inputs must be left unchanged", {})
+                return (f"modified its input tensor #{i}; inputs must be left unchanged", {}, "mutated_input")
         masks = expected.get("undefined") or []
         outputs = define_undefined(got["outputs"], expected["reference"], masks)
         result = compare_outputs(outputs, expected["reference"], expected["meta"], task.tolerance_for)
         if not result.ok:
             varied = sum(int(m.sum()) for m in masks if m is not None)
-            return (result.reason + reference_varies_note(varied), result.detail)
+            return (result.reason + reference_varies_note(varied), result.detail, result.kind or "wrong_values")
         if "repeat_outputs" in got:
             again = define_undefined(got["repeat_outputs"], expected["reference"], masks)
             got = dict(got, outputs=outputs)
             if got.get("repeat_launches", 0) < 1:
-                return ("the second call on the same inputs launched no kernel (cached result?)", {})
+                return ("the second call on the same inputs launched no kernel (cached result?)", {}, "cached_result")
             if task.deterministic:
                 if not identical(again, got["outputs"]):
                     return ("two runs on the same inputs are not bitwise identical, but the task is "
-                            "deterministic (a race or nondeterministic reduction?)", {})
+                            "deterministic (a race or nondeterministic reduction?)", {}, "nondeterministic")
             else:
                 metas = [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
                          for t in got["outputs"]]
                 rerun = compare_outputs(again, got["outputs"], metas, task.tolerance_for)
                 if not rerun.ok:
                     return ("two runs on the same inputs disagree (a race condition?): " + rerun.reason,
-                            rerun.detail)
+                            rerun.detail, "nondeterministic")
         return None
 
     @staticmethod
@@ -967,7 +1041,7 @@ class Worker:
             except CaseFailed as exc:
                 raise CaseFailed(exc.stage, f"{exc.reason} (with the configuration its autotuner picked when tuned "
                                  "alone for timing; the check next to other workers had run another)",
-                                 detail=exc.detail, log_tail=exc.log_tail) from None
+                                 detail=exc.detail, log_tail=exc.log_tail, kind=exc.kind) from None
 
         try:
             check()
@@ -1006,7 +1080,8 @@ class Worker:
         marks.append(time.monotonic())
         if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
             raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
-                             f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)")
+                             f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)",
+                             kind="cached_result")
         # one timed call costs the kernel plus the L2 flush and the pad before it
         est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0) + pad_ms
         # At least one input set is used twice per block: a result cached by address is caught.
@@ -1040,7 +1115,7 @@ class Worker:
             readings = (2 if cand_prep.get("slow") else 5) + 5 * tries
             raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed stream "
                              f"finished, the least of {readings} readings on each side (side streams or threads "
-                             "escaping the timer)")
+                             "escaping the timer)", kind="timing_cheat")
         child_s = {f"{who}_{k}": v for who, prep in (("ref", ref_prep), ("cand", cand_prep))
                    for k, v in prep.get("phase_s", {}).items()}
 
@@ -1059,7 +1134,7 @@ class Worker:
                         other.resume()
                     if side is cand and block["launches"] < n:
                         raise CaseFailed(stage, f"{label}: only {block['launches']} kernel launches in {n} "
-                                         "timed calls (results cached across calls?)")
+                                         "timed calls (results cached across calls?)", kind="cached_result")
                     blocks.append(block["times_ms"])
                     for k, v in block.get("phase_s", {}).items():
                         child_s[f"block_{k}"] = round(child_s.get(f"block_{k}", 0.0) + v, 4)
@@ -1117,34 +1192,37 @@ class Worker:
             bound = roofline_ms(spec, task.cost(case), case.dtype)
             result.roofline_ms = bound
             if bound is not None and timing.cand_ms < bound / opts["roofline_slack"]:
-                result.ok = False
+                result.ok, result.failure = False, "timing_cheat"
                 result.reason = (f"measured {timing.cand_ms:.4f} ms, below the {bound:.4f} ms that "
                                  f"{spec.name} allows for this cost model")
                 raise CaseFailed(stage, f"{label}: faster than the hardware allows "
                                  f"({timing.cand_ms:.4f} ms < roofline {bound:.4f} ms): "
-                                 "suspect a cheat, a cached result or a wrong cost model")
+                                 "suspect a cheat, a cached result or a wrong cost model", kind="timing_cheat")
 
     def _check_spot(self, task, label: str, expected: dict, got: dict, compare_tensor) -> None:
         if got["launches"] < 1:
-            raise CaseFailed("performance", f"{label}: the candidate's own Triton kernels were never launched")
+            raise CaseFailed("performance", f"{label}: the candidate's own Triton kernels were never launched",
+                             kind="no_kernel_launch")
         metas = expected["native_meta"]
         if len(got["meta"]) != len(metas):
-            raise CaseFailed("performance", f"{label}: returned {len(got['meta'])} outputs, expected {len(metas)}")
+            raise CaseFailed("performance", f"{label}: returned {len(got['meta'])} outputs, expected {len(metas)}",
+                             kind="wrong_shape_dtype")
         undefined_samples = expected.get("undefined_samples") or [None] * len(metas)
         undefined_counts = expected.get("undefined_counts") or [0] * len(metas)
         for i, (meta, got_meta) in enumerate(zip(metas, got["meta"])):
             if got_meta["shape"] != meta["shape"] or got_meta["dtype"] != meta["dtype"]:
                 raise CaseFailed("performance", f"{label}: output {i} is {got_meta['dtype']} {got_meta['shape']}, "
-                                 f"expected {meta['dtype']} {meta['shape']}")
+                                 f"expected {meta['dtype']} {meta['shape']}", kind="wrong_shape_dtype")
             if got["nan_counts"][i] > expected["nan_counts"][i] + undefined_counts[i]:
                 raise CaseFailed("performance", f"{label}: output {i} holds {got['nan_counts'][i]} NaN values "
-                                 "where the reference has fewer (unwritten output?)")
+                                 "where the reference has fewer (unwritten output?)", kind="unwritten_output")
             tol = task.tolerance_for(meta["dtype"])
             sampled = define_undefined([got["samples"][i]], [expected["samples"][i]], [undefined_samples[i]])[0]
             check = compare_tensor(sampled, expected["samples"][i], tol.atol, tol.rtol, f"output {i} (sampled)")
             if not check.ok:
                 raise CaseFailed("performance", f"{label}: at perf size, {check.reason}"
-                                 + reference_varies_note(sum(undefined_counts)))
+                                 + reference_varies_note(sum(undefined_counts)),
+                                 kind="unwritten_output" if check.kind == "unwritten_output" else "perf_mismatch")
 
 
 # -- process entry ------------------------------------------------------------------------------

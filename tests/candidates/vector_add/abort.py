@@ -1,0 +1,25 @@
+# expect: call "double free or corruption"
+# What a heap corruption in native code looks like: glibc prints a line and aborts. The verdict's
+# reason must carry that line (the reflector needs it) and its kind is crash.
+import os
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    sys.stderr.write("double free or corruption (!prev)\n")
+    sys.stderr.flush()
+    os.abort()
