@@ -1,7 +1,8 @@
 """The per-GPU reader-writer lock that keeps timing alone on its GPU.
 
-Every judge process on the machine (every worker, every child, every kernelwright run) uses the
-same two lock files per GPU:
+Every judge process of this user on the machine (every worker, every child, every kernelwright
+run) uses the same two lock files per GPU, in the judge's private directory (`privdir`; another
+user's runs have their own and do not coordinate with ours):
 - checking correctness holds it *shared*: children take it themselves around their own GPU work
   (`SharedHold`) and let go of it while Triton compiles a kernel and builds its launcher, which is
   CPU-only and most of a check;
