@@ -260,3 +260,18 @@ def test_config_shows_every_registered_setting_and_the_judge_environment(runner,
     assert shown["env.KERNELWRIGHT_TRACE"]["source"] == "env (KERNELWRIGHT_TRACE)"
     table = runner.invoke(app, ["config"], env={"COLUMNS": "200"})
     assert "KERNELWRIGHT_COMPILE_THREADS" in table.stdout and "llm.model" in table.stdout
+
+
+# --- item 10: TritonBench-T / GEAK results keep the test's own names -------------------------------
+
+def test_flattened_results_keep_the_result_keys():
+    """The judge can name a failing result `test_case_2[0]` instead of `output 1` (it reads
+    `.names` of what the adapter's call returns)."""
+    import torch
+
+    from kernelwright.suites.geak import flatten_results
+
+    flat_results = flatten_results({"test_case_1": torch.ones(2), "test_case_2": (torch.zeros(1), 3.0), "x": None})
+    assert len(flat_results) == 3 and isinstance(flat_results, list)
+    assert flat_results.names == ["test_case_1", "test_case_2[0]", "test_case_2[1]"]
+    assert flatten_results([torch.ones(1), torch.ones(1)]).names == ["output 0", "output 1"]

@@ -92,26 +92,37 @@ def split_source(text: str) -> tuple[str, str | None]:
     return text[: match.start()], text[match.end():]
 
 
-def flatten_results(obj: Any) -> list:
+class NamedOutputs(list):
+    """The flattened results, plus `names`: where each came from in the test's result (the dict
+    key, e.g. `test_case_1`, with `[i]` for the i-th tensor of a tuple), so that a failure can
+    name the result the benchmark's own test calls it by rather than its position."""
+
+    names: list[str]
+
+
+def flatten_results(obj: Any) -> NamedOutputs:
     """A result dict/list/tuple of tensors and numbers, flattened in order (dict insertion order)."""
     import torch
 
-    out: list = []
+    out = NamedOutputs()
+    out.names = []
 
-    def walk(value: Any) -> None:
+    def walk(value: Any, name: str) -> None:
         if isinstance(value, torch.Tensor):
             out.append(value)
+            out.names.append(name or "output")
         elif isinstance(value, dict):
-            for v in value.values():
-                walk(v)
+            for k, v in value.items():
+                walk(v, f"{name}.{k}" if name else str(k))
         elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
+            for i, v in enumerate(value):
+                walk(v, f"{name}[{i}]" if name else f"output {i}")
         elif isinstance(value, (bool, int, float)):
             out.append(torch.tensor(value, dtype=torch.float64))
+            out.names.append(name or "output")
         # None, strings and other objects carry no numbers to compare
 
-    walk(obj)
+    walk(obj, "")
     return out
 
 
