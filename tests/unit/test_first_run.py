@@ -275,3 +275,13 @@ def test_flattened_results_keep_the_result_keys():
     assert len(flat_results) == 3 and isinstance(flat_results, list)
     assert flat_results.names == ["test_case_1", "test_case_2[0]", "test_case_2[1]"]
     assert flatten_results([torch.ones(1), torch.ones(1)]).names == ["output 0", "output 1"]
+
+
+def test_eval_perf_with_force_times_under_the_interpreter(runner):
+    tiny = ROOT / "tests" / "tasks" / "tiny_add.py"
+    cand = ROOT / "tests" / "candidates" / "tiny_add" / "good.py"
+    result = runner.invoke(app, ["eval", str(cand), "--task", str(tiny), "--device", "cpu", "--perf", "--force",
+                                 "--blocks", "2", "--seeds", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "at least 24 calls at perf sizes" in flat(result.stderr)
+    assert json.loads(result.stdout)["speedup"] is not None

@@ -206,7 +206,8 @@ def eval_command(
             raise usage_error(f"--perf under Triton's CPU interpreter refused: {estimate}. Timing the interpreter "
                               "says nothing about the kernel's speed on a GPU; run it on a GPU machine, or add "
                               "--force to time it here anyway")
-        note = f" - timing under the interpreter ({estimate})"
+        calls, low, high = interpreter_perf_cost(task_obj, blocks)
+        note = f", timing >= {calls} interpreted calls, about {low:.0f}-{high:.0f} min"
         if as_json:
             err_console.print(f"[yellow]--force:[/] {escape(estimate)}", highlight=False)
     try:
@@ -235,12 +236,16 @@ def eval_command(
 INTERPRETED_CALL_S = (1.0, 30.0)  # an interpreted kernel at perf sizes: softmax 8192x8192 took 25 s
 
 
-def interpreter_perf_estimate(task, blocks: int) -> str:
-    """The least work `--perf` costs under the interpreter, in calls and minutes."""
-    cases = len(task.perf_cases)
-    calls = cases * 2 * (2 * blocks + 2)
+def interpreter_perf_cost(task, blocks: int) -> tuple[int, float, float]:
+    """The least work `--perf` costs under the interpreter: (calls, minutes low, minutes high)."""
+    calls = len(task.perf_cases) * 2 * (2 * blocks + 2)
     low, high = (calls * s / 60 for s in INTERPRETED_CALL_S)
-    return (f"task {task.name} has {cases} perf case(s): at least {calls} calls at perf sizes "
+    return calls, low, high
+
+
+def interpreter_perf_estimate(task, blocks: int) -> str:
+    calls, low, high = interpreter_perf_cost(task, blocks)
+    return (f"task {task.name} has {len(task.perf_cases)} perf case(s): at least {calls} calls at perf sizes "
             f"({2 * blocks + 2} per side and case with --blocks {blocks}), at the {INTERPRETED_CALL_S[0]:g}-"
             f"{INTERPRETED_CALL_S[1]:g} s an interpreted call takes at these sizes about {low:.0f}-{high:.0f} min")
 
@@ -251,7 +256,7 @@ def judge_with_status(pool, task, candidate: Path, note: str = ""):
     import time
 
     started = time.monotonic()
-    label = f"judging {escape(candidate.name)} on task {escape(task.name)} ({pool.backend}){escape(note)}"
+    label = f"judging {escape(candidate.name)} on task {escape(task.name)} ({pool.backend}{escape(note)})"
     with console.status(label) as status:
         done = threading.Event()
 
