@@ -139,7 +139,7 @@ def test_tasks_show_prints_instruction_entry_point_and_cases(runner):
 
 def test_unknown_task_names_get_a_suggestion(runner):
     result = runner.invoke(app, ["tasks", "show", "softmx"])
-    assert result.exit_code == 2 and "did you mean softmax" in flat(result.stderr)
+    assert result.exit_code == 2 and "did you mean softmax?" in flat(result.stderr).lower()
 
 
 def test_tasks_of_a_checkout_with_an_unreadable_file_exit_0_naming_the_file_once(runner, tmp_path):

@@ -70,9 +70,9 @@ def resolve_task(name_or_path: str | Path) -> Task:
         import difflib
 
         near = difflib.get_close_matches(text, list(paths), n=3, cutoff=0.6)
-        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        hint = f" Did you mean {', '.join(near)}?" if near else ""
         known = ", ".join(sorted(paths)) or "(none)"
-        raise TaskNotFound(f"unknown task {text!r}{hint}; known tasks: {known}. Pass a path to use your own "
+        raise TaskNotFound(f"unknown task {text!r}; known tasks: {known}.{hint} Pass a path to use your own "
                            "task file.")
     return load_builtin_task(paths[text])
 
