@@ -7,9 +7,10 @@ faster kernels. Scenarios:
   answer is the suite's one-pass Triton reference.
 - optimize-softmax: `optimize benchmarks/agent_demo/slow_softmax.py --task softmax`; the
   optimizer's answer is the one-pass kernel.
-- tritonbench-prompts: a TritonBench-revised task (from a GEAK-eval checkout given by --geak):
-  the first answer is its golden code with a typo, the fix and the optimizer answer the golden
-  code. Its recorded prompts are what docs/agent.md shows (benchmarks/render_agent_prompts.py).
+- tritonbench-prompts: TritonBench-revised's log_softmax (from a GEAK-eval checkout given by
+  --geak), answered with our own kernel (benchmarks/agent_demo/log_softmax_tb.py): first with a
+  typo, then fixed, then with fewer warps for short rows. Its recorded prompts are what
+  docs/agent-prompts.md shows (benchmarks/render_agent_prompts.py).
 
     PYTHONPATH=src python benchmarks/agent_demo.py --out OUT_DIR [--geak .geak/GEAK-eval] [--scenarios ...]
 
@@ -25,6 +26,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,23 +60,22 @@ def optimize_script() -> dict:
     return {"default": answer(fast, "Read each row once instead of three times; more warps for long rows.")}
 
 
-def tritonbench_script(geak: Path, task_name: str) -> dict:
-    from kernelwright.suites.geak import split_source
-
-    path = next(geak.rglob(f"TritonBench_G_v1/{task_name}.py"))
-    golden, _ = split_source(path.read_text())
-    broken = golden.replace("tl.exp(", "tl.expo(", 1) if "tl.exp(" in golden else golden.replace("tl.load", "tl.lod", 1)
+def tritonbench_script() -> dict:
+    """Our own log_softmax (never the benchmark's golden code, which must not be copied here)."""
+    ours = (DEMO / "log_softmax_tb.py").read_text()
+    broken = ours.replace("tl.exp(shifted)", "tl.expo(shifted)")
+    fewer_warps = ours.replace("return block, 4 if block <= 1024", "return block, 2 if block <= 256 else 4 if block <= 1024")
     return {"rules": [
-        {"match": REFLECT, "content": "The kernel calls a function that triton.language does not have; "
-                                      "use the right name."},
-        {"match": FIX, **answer(golden, "Fixed the misspelt triton.language call.")},
-        {"match": OPTIMIZE, **answer(golden, "Keep one program per row; tune the block size.")},
-    ], "default": answer(broken, "One program per row.")}
+        {"match": REFLECT, "content": "`tl.expo` does not exist in triton.language: the exponential is `tl.exp`."},
+        {"match": FIX, **answer(ours, "Use tl.exp.")},
+        {"match": OPTIMIZE, **answer(fewer_warps, "Short rows leave most threads idle: two warps for rows of at "
+                                                  "most 256 elements.")},
+    ], "default": answer(broken, "One program per row of the (rows, N) view, the whole row in one block.")}
 
 
 def run_cli(args: list[str], server, out_dir: Path, timeout: float) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
-    env["PYTHONPATH"] = str(ROOT / "src")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "kernelwright", *args, "--model", "openai-compatible/scripted",
            "--base-url", server.openai_base_url, "--no-cache", "--json", "--out", str(out_dir)]
     start = time.monotonic()
@@ -108,13 +109,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--geak", type=Path)
-    parser.add_argument("--tb-task", default="log_softmax")
     parser.add_argument("--scenarios", nargs="+",
                         default=["generate-softmax", "optimize-softmax", "tritonbench-prompts"])
     parser.add_argument("--timeout", type=float, default=400)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    runs_dir = args.out / "runs"
+    runs_dir = Path(tempfile.mkdtemp(prefix="kernelwright-demo-")) / "runs"  # only the tarball goes to --out
     report = {}
     for scenario in args.scenarios:
         if scenario == "generate-softmax":
@@ -125,8 +125,8 @@ def main() -> None:
         elif scenario == "tritonbench-prompts":
             if args.geak is None:
                 continue
-            script = tritonbench_script(args.geak, args.tb_task)
-            cli = ["generate", "--task", args.tb_task, "--suite", "tritonbench-revised", "--path", str(args.geak),
+            script = tritonbench_script()
+            cli = ["generate", "--task", "log_softmax", "--suite", "tritonbench-revised", "--path", str(args.geak),
                    "--iterations", "3"]
         else:
             raise SystemExit(f"unknown scenario {scenario}")

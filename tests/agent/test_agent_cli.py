@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
     """The command in a folder without a kernelwright.toml, ignoring the user's settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
-    env["PYTHONPATH"] = str(ROOT / "src")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
     return subprocess.Popen([sys.executable, "-m", "kernelwright", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
                             cwd=cwd or Path(os.environ.get("TMPDIR", "/tmp")))
