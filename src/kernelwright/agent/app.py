@@ -33,6 +33,10 @@ class RunSpec:
     device: str = "auto"
     judge_seeds: int = 3
     perf: bool | None = None                      # None: timed on GPUs, not under the interpreter
+    max_perf_cases: int | None = None             # time at most this many shapes per task (evenly spread)
+    suite: str = ""                               # bench: the suite's name
+    unsupported: dict[str, str] = field(default_factory=dict)   # bench: tasks that cannot run here, why
+    mode: str = "geak"                            # bench: the agent or one of the paper's baselines
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -51,3 +51,11 @@ class Budget:
             if limits.time_limit is not None and now - since >= limits.time_limit:
                 return f"the {scope}'s time limit is reached ({now - since:.0f} s of {limits.time_limit:g} s)"
         return None
+
+    def seconds_left(self, task: str) -> float | None:
+        """Wall time left under the run's and the task's time limits (None: no limit)."""
+        now = time.monotonic()
+        left = [limit - (now - since) for limit, since in (
+            (self.run_limits.time_limit, self.started),
+            (self.task_limits.time_limit, self._task_started.get(task, now))) if limit is not None]
+        return max(0.0, min(left)) if left else None

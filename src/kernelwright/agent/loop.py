@@ -48,6 +48,8 @@ class AgentSettings:
     knowledge: bool = True
     reflection: bool = True
     optimizer: bool = True
+    tune: bool = False             # the LLM-free tuning pass on each run's best kernel
+    tune_variants: int = 12
 
     def __post_init__(self) -> None:
         if self.iterations < 1 or self.runs < 1:
@@ -132,14 +134,31 @@ class TaskRun:
                 reason = spent
                 break
             memory = self._record(memory, self._attempt(memory, plan))
+        left = self.ctx.budget.seconds_left(self.task.name)
+        if settings.tune and memory.best() is not None and not any(a.mode == "tune" for a in memory.attempts) \
+                and (left is None or left > 0):
+            memory = self._tune(memory, left)
         best = memory.best()
         store.end_task_run(self.task.name, self.run, reason, best.index if best else None)
         self.ctx.on_event("ended", {"task": self.task.name, "run": self.run, "reason": reason})
         return reason
 
+    def _tune(self, memory: TaskMemory, seconds_left: float | None) -> TaskMemory:
+        """The tuning pass (no LLM) on the best verified kernel; its variant, when one beats it,
+        is an attempt of its own. Resumable: the task-run ends only after it."""
+        from .tuning import TuneBudget, tune
+
+        self.ctx.on_event("tuning", {"task": self.task.name, "run": self.run})
+        budget = TuneBudget(max_variants=self.ctx.settings.tune_variants)
+        if seconds_left is not None:
+            budget = replace(budget, max_seconds=min(budget.max_seconds, seconds_left))
+        result = tune(self.task, memory.best(), self.ctx.judge, budget, next_index=len(memory), run=self.run)
+        self.ctx.on_event("tuned", {"task": self.task.name, "run": self.run, "result": result})
+        return self._record(memory, result.attempt) if result.attempt is not None else memory
+
     @staticmethod
     def _llm_attempts(memory: TaskMemory) -> int:
-        return sum(1 for a in memory.attempts if a.mode != "given")
+        return sum(1 for a in memory.attempts if a.mode not in ("given", "tune"))
 
     def _record(self, memory: TaskMemory, attempt: Attempt) -> TaskMemory:
         self.ctx.store.add_attempt(attempt)

@@ -19,6 +19,7 @@ app = typer.Typer(
 
 # Command modules register themselves on `app` when imported.
 from . import agent_cmds  # noqa: E402,F401
+from . import bench_cmds  # noqa: E402,F401
 from . import judge_cmds  # noqa: E402,F401
 from . import llm_cmds  # noqa: E402,F401
 from . import suite_cmds  # noqa: E402,F401

@@ -198,7 +198,19 @@ def _llm_flags(o: dict[str, Any]) -> dict[str, Any]:
 
 
 def _execute(store, spec, o: dict[str, Any], as_json: bool) -> None:
+    results, errors, _ = run_agent(store, spec, o, as_json)
+    code = _report(store, spec, results, errors, as_json)
+    store.close()
+    raise typer.Exit(code)
+
+
+def run_agent(store, spec, o: dict[str, Any], as_json: bool, concurrency: int | None = None,
+              in_flight: int | None = None):
+    """Run the spec's session with a judge pool and live progress: (results, agent errors, the
+    judge meter's report). Exits 2 on a bad model or device, 130 on Ctrl-C (after writing what is
+    verified so far)."""
     from ..agent.app import make_llm, run_session
+    from ..agent.meter import JudgeMeter
     from ..judge import DeviceUnavailable
     from ..llm import LLMConfigError
     from .agent_progress import AgentProgress
@@ -209,21 +221,19 @@ def _execute(store, spec, o: dict[str, Any], as_json: bool) -> None:
         store.close()
         raise _error(str(exc), as_json) from None
     try:
-        pool = _judge_pool(spec)
+        pool = _judge_pool(spec, in_flight)
     except DeviceUnavailable as exc:
         store.close()
         raise _error(str(exc), as_json) from None
-    total = len(spec.task_refs) * spec.settings.runs * spec.settings.iterations
-    progress = AgentProgress(total, quiet=as_json)
-    interrupted = False
+    progress = AgentProgress(len(spec.task_refs), spec.settings.runs, spec.settings.iterations, quiet=as_json)
+    meter = JudgeMeter(pool, pool.n_workers)
     try:
         with pool, progress:
             pool.start()
-            results, errors = run_session(spec, store, llm, pool, device_info=pool.device_info, backend=pool.backend,
-                                          config_path=o.get("config_path"), on_event=progress.event)
+            results, errors = run_session(spec, store, llm, meter, device_info=pool.device_info, backend=pool.backend,
+                                          config_path=o.get("config_path"), on_event=progress.event,
+                                          concurrency=concurrency)
     except KeyboardInterrupt:
-        interrupted = True
-    if interrupted:
         from ..agent.results import write_outputs
 
         # what is verified so far, written now; the run goes on with --resume
@@ -233,21 +243,19 @@ def _execute(store, spec, o: dict[str, Any], as_json: bool) -> None:
         Console(stderr=True).print(f"[yellow]interrupted: the best kernels so far are in[/] "
                                    f"{escape(str(store.run_dir / 'best'))}[yellow]; continue with[/] kernelwright "
                                    f"{spec.command} --resume {escape(str(store.run_dir))}")
-        raise typer.Exit(EXIT_INTERRUPTED)
-    code = _report(store, spec, results, errors, as_json)
-    store.close()
-    raise typer.Exit(code)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    return results, errors, meter.report()
 
 
-def _judge_pool(spec):
+def _judge_pool(spec, in_flight: int | None = None):
     """A worker per task-run in flight, up to the judge's default per device: more would only
     start processes that wait."""
     from ..judge import JudgeOptions, JudgePool, detect_backend
     from ..judge.pool import default_workers_per_device
 
     backend, count = detect_backend(spec.device)
-    in_flight = len(spec.task_refs) * spec.settings.runs
-    options = JudgeOptions(seeds=spec.judge_seeds, perf=spec.perf)
+    in_flight = in_flight or len(spec.task_refs) * spec.settings.runs
+    options = JudgeOptions(seeds=spec.judge_seeds, perf=spec.perf, max_perf_cases=spec.max_perf_cases)
     if backend == "cpu":
         return JudgePool("cpu", workers=max(1, min(count, in_flight)), options=options)
     per_device = max(1, min(default_workers_per_device(count), -(-in_flight // count)))

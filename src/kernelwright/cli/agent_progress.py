@@ -1,9 +1,11 @@
-"""Live progress of an agent run: attempts done of the planned total, the best verified kernel so
-far, tokens and cost. Fed by the session's events (from many threads)."""
+"""Live progress of an agent run (generate, optimize, bench): attempts done of the planned total,
+tasks finished and how many of them have a verified kernel, the best speedups, tokens and cost,
+and the estimated time and cost to finish. Fed by the session's events, from many threads."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from rich.console import Console
@@ -11,17 +13,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 class AgentProgress:
-    def __init__(self, total: int, quiet: bool = False) -> None:
-        self.quiet = quiet
+    def __init__(self, tasks: int, runs: int, iterations: int, quiet: bool = False) -> None:
+        self.tasks, self.runs = tasks, runs
+        self.total = tasks * runs * iterations
         self._lock = threading.Lock()
-        self.tokens, self.cost, self.calls = 0, 0.0, 0
-        self.best: dict[str, float | None] = {}
-        self.passed: set[str] = set()
-        self.done = 0
+        self._started = time.monotonic()
+        self.tokens, self.cost, self.calls, self.done = 0, 0.0, 0, 0
+        self.best: dict[str, float | None] = {}        # task -> best verified speedup (None: untimed)
+        self.ended: dict[str, int] = {}                # task -> task-runs ended
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"), console=Console(stderr=True), disable=quiet, transient=False)
-        self._bar = self._progress.add_task("attempts", total=total, status="starting the judge")
+            TextColumn("{task.fields[status]}"), console=Console(stderr=True), disable=quiet)
+        self._bar = self._progress.add_task("attempts", total=self.total, status="starting the judge")
 
     def __enter__(self) -> "AgentProgress":
         self._progress.__enter__()
@@ -32,31 +35,43 @@ class AgentProgress:
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         with self._lock:
-            if kind == "call":
-                reply = data["reply"]
-                self.calls += 1
-                self.tokens += reply.tokens
-                self.cost += reply.cost_usd
-                status = f"iteration {data.get('index', '')} asking the model"
-            elif kind == "judging":
-                status = f"{data['task']} run {data['run']}: judging attempt {data['index']}"
-            elif kind == "attempt":
-                a = data["attempt"]
-                self.done += a.mode != "given"
-                if a.passed:
-                    self.passed.add(a.task)
-                    old = self.best.get(a.task)
-                    if a.speedup is not None and (old is None or a.speedup > old):
-                        self.best[a.task] = a.speedup
-                    self.best.setdefault(a.task, None)
-                status = f"{a.task} run {a.run} attempt {a.index} ({a.mode}): {a.kind}"
-            elif kind == "ended":
-                status = f"{data['task']} run {data['run']} ended: {data['reason']}"
-            else:
-                status = f"{kind}: {data}"
-            self._progress.update(self._bar, completed=self.done, status=self._status(status))
+            latest = self._apply(kind, data)
+            self._progress.update(self._bar, completed=self.done, status=self._status(latest))
+
+    def _apply(self, kind: str, data: dict[str, Any]) -> str:
+        if kind == "call":
+            reply = data["reply"]
+            self.calls += 1
+            self.tokens += reply.tokens
+            self.cost += reply.cost_usd
+            return f"{data['task']} run {data['run']}: the model answered ({reply.role})"
+        if kind == "attempt":
+            a = data["attempt"]
+            self.done += a.mode not in ("given", "tune")
+            if a.passed:
+                old = self.best.get(a.task)
+                self.best[a.task] = a.speedup if old is None or (a.speedup or 0) > old else old
+            return f"{a.task} run {a.run} attempt {a.index} ({a.mode}): {a.kind}"
+        if kind == "ended":
+            self.ended[data["task"]] = self.ended.get(data["task"], 0) + 1
+            # a run that ends early (correct without the optimizer, a budget) leaves iterations unplanned
+            return f"{data['task']} run {data['run']} ended: {data['reason']}"
+        if kind == "judging":
+            return f"{data['task']} run {data['run']}: judging attempt {data['index']}"
+        return f"{data.get('task', '')} {kind}"
 
     def _status(self, latest: str) -> str:
-        speeds = [s for s in self.best.values() if s is not None]
-        best = f"best {max(speeds):.3f}x" if speeds else ("passed" if self.passed else "no verified kernel yet")
-        return f"{best} · {self.tokens} tokens · ${self.cost:.4f} · {latest[:80]}"
+        finished = [t for t, n in self.ended.items() if n >= self.runs]
+        solved = sum(1 for t in finished if t in self.best)
+        speeds = sorted((s for s in self.best.values() if s is not None), reverse=True)[:3]
+        parts = []
+        if self.tasks > 1:
+            parts.append(f"tasks {len(finished)}/{self.tasks} ({solved} verified)")
+        parts.append("best " + ", ".join(f"{s:.2f}x" for s in speeds) if speeds
+                     else ("verified, untimed" if self.best else "no verified kernel yet"))
+        parts.append(f"{self.tokens} tok ${self.cost:.3f}")
+        if self.done:
+            rate = (time.monotonic() - self._started) / self.done
+            left = max(0, self.total - self.done)
+            parts.append(f"~{rate * left / 60:.0f} min, ~${self.cost / self.done * left:.2f} to go")
+        return " · ".join(parts) + f" · {latest[:70]}"

@@ -1,0 +1,74 @@
+"""`kernelwright bench`: the agent over a whole suite, as the GEAK paper's experiments run it.
+
+A bench run is an agent run over many tasks (one store, one spec, resumable) with a mode: the
+full agent, or one of the paper's baselines on the same harness. The ablation switches act on
+top of the mode. Metrics per iteration and per run count come from the store (`scaling`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from .loop import AgentSettings
+
+# The paper's baselines, as settings of the same loop. Baselines go without knowledge injection
+# (GEAK's addition); "direct" is one call from the instruction alone, "one-shot" adds the
+# retrieved example, "reflexion" is one-shot plus Reflexion's debugging loop (no optimizer).
+MODES: dict[str, dict[str, Any]] = {
+    "geak": {},
+    "direct": dict(iterations=1, one_shot=False, knowledge=False, reflection=False, optimizer=False),
+    "one-shot": dict(iterations=1, one_shot=True, knowledge=False, reflection=False, optimizer=False),
+    "reflexion": dict(one_shot=True, knowledge=False, reflection=True, optimizer=False),
+}
+
+
+def settings_for(mode: str, *, iterations: int, runs: int, seed: int, ablations: dict[str, bool],
+                 max_debug_attempts: int = 5, temperature: float = 1.0, tune: bool = False,
+                 tune_variants: int = 12) -> AgentSettings:
+    """The loop's settings for a mode; `ablations` ({"one_shot": False, ...}) switch parts off."""
+    if mode not in MODES:
+        raise ValueError(f"--mode {mode!r}: one of {', '.join(MODES)}")
+    base = AgentSettings(iterations=iterations, runs=runs, seed=seed, max_debug_attempts=max_debug_attempts,
+                         temperature=temperature, tune=tune, tune_variants=tune_variants)
+    settings = replace(base, **MODES[mode])
+    off = {k: False for k, on in ablations.items() if on is False}
+    return replace(settings, **off)
+
+
+def select_tasks(tasks: Sequence[Any], names: Sequence[str] | None) -> list[Any]:
+    """The suite's tasks, or the named ones (an unknown name is an error with a suggestion)."""
+    if not names:
+        return list(tasks)
+    import difflib
+
+    by_name = {t.name: t for t in tasks}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        hints = [f"{n} (did you mean {', '.join(difflib.get_close_matches(n, by_name, 3))}?)"
+                 if difflib.get_close_matches(n, by_name, 3) else n for n in missing]
+        raise ValueError(f"--tasks: not in the suite: {'; '.join(hints)}")
+    return [by_name[n] for n in names]
+
+
+def unsupported_here(task: Any, backend: str) -> str | None:
+    """Why a task cannot be judged on this machine, or None."""
+    if task.unsupported:
+        return task.unsupported
+    if task.requires_backend and task.requires_backend != backend:
+        return f"needs {task.requires_backend}: {task.requires_reason}"
+    return None
+
+
+def load_tasks(suite: str, path: Path | None, names: Sequence[str] | None) -> list[Any]:
+    from ..suites.runner import load_suite_tasks
+    from ..tasks import builtin_task_paths, load_task_file
+
+    if suite == "builtin":
+        tasks = [load_task_file(p) for p in builtin_task_paths().values()]
+        for t in tasks:
+            t.suite = "builtin"
+    else:
+        tasks, _ = load_suite_tasks(suite, path)
+    return select_tasks(tasks, names)

@@ -1,0 +1,184 @@
+"""`kernelwright bench` (the agent over a whole suite: the GEAK paper's experiments) and
+`kernelwright bench-report` (the metrics of a bench run, from its store, without re-running).
+
+Exit status: 0 the run finished (whatever the accuracy), 2 usage error, 130 interrupted
+(continue with --resume RUN_DIR).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from . import app
+from .agent_cmds import (CorpusOpt, CostOpt, DebugOpt, DeviceOpt, ItersOpt, JsonOpt, KnowledgeOpt, OneShotOpt,
+                         OptimizerOpt, PathOpt, PromptsOpt, ReflectOpt, ResumeOpt, RunsOpt, SeedOpt, SeedsOpt,
+                         TaskCostOpt, TaskTimeOpt, TaskTokensOpt, TempOpt, TimeOpt, TokensOpt, _error, _model,
+                         run_agent)
+from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
+
+ModeOpt = Annotated[str, typer.Option("--mode", help="geak (the full agent) | direct | one-shot | reflexion (the paper's baselines)")]
+TasksOpt = Annotated[Optional[list[str]], typer.Option("--tasks", help="only these tasks of the suite (repeatable)")]
+TuneOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="sweep the best kernel's launch parameters, no LLM")]
+TuneVariantsOpt = Annotated[int, typer.Option("--tune-variants", min=1, help="variants the tuning pass judges per run")]
+ConcOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="task-runs in flight (default: 2 per judge worker)")]
+PerfCasesOpt = Annotated[Optional[int], typer.Option("--max-perf-cases", min=1, help="time at most N shapes per task")]
+
+
+@app.command("bench")
+def bench_command(
+    suite: Annotated[str, typer.Option("--suite", "-s", help="builtin | tritonbench-revised | rocm | kernelbench | tritonbench-t")] = "builtin",
+    path: PathOpt = None, tasks: TasksOpt = None, mode: ModeOpt = "geak",
+    model: ModelOpt = None, base_url: BaseUrlOpt = None, no_cache: NoCacheOpt = False, offline: OfflineOpt = False,
+    config_path: ConfigOpt = None, runs: RunsOpt = 1, iterations: ItersOpt = 10, max_debug_attempts: DebugOpt = 5,
+    temperature: TempOpt = 1.0, seed: SeedOpt = None, max_cost: CostOpt = None, max_tokens: TokensOpt = None,
+    time_limit: TimeOpt = None, task_max_cost: TaskCostOpt = None, task_max_tokens: TaskTokensOpt = None,
+    task_time_limit: TaskTimeOpt = None, device: DeviceOpt = "auto",
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/bench-<suite>-<time>)")] = None,
+    resume: ResumeOpt = None, prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True,
+    knowledge: KnowledgeOpt = True, optimizer: OptimizerOpt = True, reflection: ReflectOpt = True,
+    tune: TuneOpt = False, tune_variants: TuneVariantsOpt = 12, concurrency: ConcOpt = None,
+    max_perf_cases: PerfCasesOpt = None, judge_seeds: SeedsOpt = 3,
+    perf: Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs)")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the agent on every task of a suite, --runs times each, with LLM calls and judging
+    overlapping on every GPU. Writes a run directory with metrics per iteration and per run
+    count (metrics.json); --resume continues a killed run. docs/experiments.md gives the
+    command for each table and figure of the GEAK paper.
+
+    Exit status: 0 finished, 2 usage error, 130 interrupted (--resume RUN_DIR continues).
+    """
+    from ..agent.app import RunSpec, new_seed, open_run
+    from ..agent.bench import load_tasks, settings_for, unsupported_here
+    from ..agent.budget import Limits
+    from ..judge import DeviceUnavailable, detect_backend
+    from ..store import StoreError
+    from ..suites.runner import SuiteUsageError
+
+    o = dict(locals())
+    try:
+        if resume is not None:
+            store, spec = open_run(resume, None, resume=True)
+        else:
+            model_id = _model(o)
+            backend, _ = detect_backend(device)
+            all_tasks = load_tasks(suite, path, tasks)
+            unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
+            settings = settings_for(mode, iterations=iterations, runs=runs,
+                                    seed=seed if seed is not None else new_seed(),
+                                    ablations={"one_shot": one_shot, "knowledge": knowledge, "reflection": reflection,
+                                               "optimizer": optimizer},
+                                    max_debug_attempts=max_debug_attempts, temperature=temperature, tune=tune,
+                                    tune_variants=tune_variants)
+            spec = RunSpec("bench", tuple(t.ref for t in all_tasks if t.name not in unsupported), model_id, settings,
+                           Limits(max_cost, max_tokens, time_limit), Limits(task_max_cost, task_max_tokens, task_time_limit),
+                           {}, tuple(str(Path(p).expanduser().resolve()) for p in (corpus or [])),
+                           str(Path(prompts).resolve()) if prompts else None, device, judge_seeds, perf, max_perf_cases,
+                           suite, unsupported, mode)
+            out_dir = out or Path("kernelwright-runs") / f"bench-{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+            store, spec = open_run(out_dir, spec, resume=False)
+    except (StoreError, SuiteUsageError, DeviceUnavailable, ValueError) as exc:
+        raise _error(str(exc), as_json) from None
+    in_flight = concurrency or None
+    started = time.monotonic()
+    _, errors, meter = run_agent(store, spec, o, as_json, concurrency=_concurrency(spec, concurrency),
+                                 in_flight=in_flight)
+    report = write_metrics(store, spec, judge=dict(meter, wall_s=round(time.monotonic() - started, 3)))
+    _print(report, store, as_json, errors)
+    store.close()
+    raise typer.Exit(0)
+
+
+def _concurrency(spec, asked: int | None) -> int:
+    """Task-runs in flight: 2 per judge worker by default, so one task-run's candidate is judged
+    while another waits for the model."""
+    if asked:
+        return asked
+    from ..judge import detect_backend
+    from ..judge.pool import default_workers_per_device
+
+    backend, count = detect_backend(spec.device)
+    workers = count if backend == "cpu" else count * default_workers_per_device(count)
+    return max(1, 2 * workers)
+
+
+def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str, Any]:
+    """metrics.json of a bench run, from the store alone."""
+    from ..agent.scaling import scaling
+
+    names = sorted({ref_name(r) for r in spec.task_refs} | set(spec.unsupported))
+    report = scaling(store.attempts(), names, spec.settings.runs, spec.settings.iterations, spec.unsupported)
+    cost, tokens = store.spend()
+    report.update({"suite": spec.suite, "mode": spec.mode, "model": spec.model, "settings": spec.to_dict()["settings"],
+                   "unsupported": spec.unsupported, "tokens": tokens, "cost_usd": cost,
+                   "llm_calls": len(store.calls())})
+    if judge is not None:
+        report["judge"] = judge
+    (store.run_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def ref_name(ref: str) -> str:
+    """A task's name from its reference (a file path, or SUITE:ROOT::NAME)."""
+    return ref.rsplit("::", 1)[-1] if "::" in ref else Path(ref).stem
+
+
+def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> None:
+    from ..agent.scaling import table
+
+    if as_json:
+        print(json.dumps(dict(report, run_dir=str(store.run_dir), errors=errors), indent=2, default=str))
+        return
+    console = Console()
+    console.print(f"[bold]{escape(report['suite'] or 'bench')}[/], mode {escape(report['mode'])}, "
+                  f"{report['tasks']} tasks × {report['runs']} runs × {report['iterations']} iterations "
+                  f"({len(report['unsupported'])} unsupported here, counted as failures)", highlight=False)
+    console.print("\n[bold]sequential scaling[/] (all runs)")
+    console.print(table(report["per_iteration"], "iterations"), markup=False)
+    console.print("\n[bold]parallel scaling[/] (all iterations)")
+    console.print(table(report["per_runs"], "runs"), markup=False)
+    if report.get("tuned"):
+        console.print("\n[bold]after the tuning pass[/]")
+        console.print(table([report["tuned"]], "runs"), markup=False)
+    console.print(f"\nLLM calls {report['llm_calls']}, tokens {report['tokens']}, cost ${report['cost_usd']:.4f}")
+    if report.get("judge"):
+        j = report["judge"]
+        console.print(f"judge: {j['candidates']} candidates on {j['workers']} workers, utilization "
+                      f"{j['utilization']:.0%}, idle {j['idle_fraction']:.0%} of {j['wall_s']:.0f} s", highlight=False)
+    for e in errors:
+        Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
+    console.print(f"run directory: {escape(str(store.run_dir))} (metrics.json, results.jsonl, best/, run.sqlite)")
+
+
+@app.command("bench-report")
+def bench_report_command(
+    run_dir: Annotated[Path, typer.Argument(help="a bench run directory")],
+    as_json: JsonOpt = False,
+) -> None:
+    """The metrics of a bench run (per iteration, per run count, after tuning), recomputed from
+    its store without re-running anything; rewrites metrics.json.
+
+    Exit status: 0 shown, 2 not a bench run directory.
+    """
+    from ..agent.app import open_run
+    from ..store import StoreError
+
+    try:
+        store, spec = open_run(run_dir, None, resume=True)
+    except StoreError as exc:
+        raise _error(str(exc), as_json) from None
+    previous = {}
+    try:
+        previous = json.loads((store.run_dir / "metrics.json").read_text()).get("judge") or {}
+    except (OSError, ValueError):
+        pass
+    report = write_metrics(store, spec, judge=previous or None)
+    _print(report, store, as_json, [])
+    store.close()
