@@ -194,7 +194,8 @@ def _task_and_start(command: str, kernel: Optional[Path], o: dict[str, Any]):
 
 
 def _llm_flags(o: dict[str, Any]) -> dict[str, Any]:
-    return {"base_url": o.get("base_url"), "no_cache": o.get("no_cache", False), "offline": o.get("offline", False)}
+    return {"base_url": o.get("base_url"), "no_cache": o.get("no_cache", False), "offline": o.get("offline", False),
+            "concurrency": o.get("llm_concurrency")}
 
 
 def _execute(store, spec, o: dict[str, Any], as_json: bool) -> None:

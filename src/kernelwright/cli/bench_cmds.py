@@ -27,7 +27,8 @@ ModeOpt = Annotated[str, typer.Option("--mode", help="geak (the full agent) | di
 TasksOpt = Annotated[Optional[list[str]], typer.Option("--tasks", help="only these tasks of the suite (repeatable)")]
 TuneOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="sweep the best kernel's launch parameters, no LLM")]
 TuneVariantsOpt = Annotated[int, typer.Option("--tune-variants", min=1, help="variants the tuning pass judges per run")]
-ConcOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="task-runs in flight (default: 2 per judge worker)")]
+ConcOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="task-runs in flight (default: 4 per judge worker)")]
+LLMConcOpt = Annotated[Optional[int], typer.Option("--llm-concurrency", min=1, help="LLM requests in flight per provider (default llm.max_concurrency, 4)")]
 PerfCasesOpt = Annotated[Optional[int], typer.Option("--max-perf-cases", min=1, help="time at most N shapes per task")]
 
 
@@ -44,6 +45,7 @@ def bench_command(
     resume: ResumeOpt = None, prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True,
     knowledge: KnowledgeOpt = True, optimizer: OptimizerOpt = True, reflection: ReflectOpt = True,
     tune: TuneOpt = False, tune_variants: TuneVariantsOpt = 12, concurrency: ConcOpt = None,
+    llm_concurrency: LLMConcOpt = None,
     max_perf_cases: PerfCasesOpt = None, judge_seeds: SeedsOpt = 3,
     perf: Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs)")] = None,
     as_json: JsonOpt = False,
@@ -97,8 +99,9 @@ def bench_command(
 
 
 def _concurrency(spec, asked: int | None) -> int:
-    """Task-runs in flight: 2 per judge worker by default, so one task-run's candidate is judged
-    while another waits for the model."""
+    """Task-runs in flight: 4 per judge worker by default, so the workers have candidates while
+    other task-runs wait for the model (a model answering in 4x a verdict's time keeps them busy);
+    the provider's own bound (--llm-concurrency) still caps the requests in flight."""
     if asked:
         return asked
     from ..judge import detect_backend
@@ -106,7 +109,7 @@ def _concurrency(spec, asked: int | None) -> int:
 
     backend, count = detect_backend(spec.device)
     workers = count if backend == "cpu" else count * default_workers_per_device(count)
-    return max(1, 2 * workers)
+    return max(1, 4 * workers)
 
 
 def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str, Any]:
