@@ -87,6 +87,21 @@ def run(x, n):
         ("    k[grid](x, n, 256, 256)\n", "    k[grid](x, n, 512, 256)\n")]  # `other` is not a constexpr
 
 
+def test_two_launch_sites_name_their_kernel():
+    code = '''import triton
+
+def run(x, n):
+    partial[(64,)](x, n, BLOCK=256, num_warps=4)
+    finish[(1,)](x, num_warps=1)
+'''
+    assert [v.description for v in variants(code, 5)] == [
+        "partial: BLOCK=512", "partial: num_warps=8", "finish: num_warps=2", "partial: BLOCK=128",
+        "partial: num_warps=2"]
+    pairs = [v.description for v in variants(code, 100) if "," in v.description]
+    assert pairs[:3] == ["partial: BLOCK=512, num_warps=8", "partial: BLOCK=512, finish: num_warps=2",
+                         "partial: num_warps=8, finish: num_warps=2"]
+
+
 # -- variants(): a constant assigned once ---------------------------------------------------------------
 CONSTANT = '''import torch
 import triton

@@ -106,7 +106,8 @@ class _Source:
 
 @dataclass
 class _Knob:
-    label: str
+    label: str                                # the parameter (or constant) name
+    site: str                                 # the kernel launched, when the file launches several
     kind: str                                 # "block" | "warps" | "stages"
     value: int
     spans: list[tuple[int, int]]              # literals holding `value`, all rewritten together
@@ -271,11 +272,10 @@ def _launch_knobs(tree: ast.Module, src: _Source, scopes: _Scopes) -> list[_Knob
             if not choices:
                 continue
             span = src.span(literal)
-            if len(named_sites) > 1 and not isinstance(value, ast.Name):
-                label = f"{kernel}: {label}"
+            site_name = kernel if len(named_sites) > 1 and not isinstance(value, ast.Name) else ""
             knob = knobs.get(span)
             if knob is None:
-                knob = knobs[span] = _Knob(label, kind, v, [span], choices)
+                knob = knobs[span] = _Knob(label, site_name, kind, v, [span], choices)
             site_knobs.append(knob)
         # a grid literal equal to a block size changes with it (when no other block size has it)
         grid = site.func.slice
@@ -378,8 +378,9 @@ def _candidates(code: str) -> tuple[_Source | None, Iterator[tuple[list[Edit], s
                               "num_stages, constant assigned once, or autotune config list)"
     prefix = (lambda name: f"autotune of {name}: ") if len(tunes) > 1 or knobs else (lambda name: "autotune: ")
 
-    def single(knob: _Knob, value: int) -> tuple[list[Edit], str]:
-        return [(a, b, str(value)) for a, b in knob.spans], f"{knob.label}={value}"
+    def single(knob: _Knob, value: int, site: bool = True) -> tuple[list[Edit], str]:
+        where = f"{knob.site}: " if knob.site and site else ""
+        return [(a, b, str(value)) for a, b in knob.spans], f"{where}{knob.label}={value}"
 
     def singles(ranks: range) -> Iterator[tuple[list[Edit], str]]:
         order = sorted(((r, _KIND_ORDER[k.kind], i, k) for i, k in enumerate(knobs) for r in ranks
@@ -424,7 +425,7 @@ def _candidates(code: str) -> tuple[_Source | None, Iterator[tuple[list[Edit], s
             for a, b in itertools.combinations(knobs, 2):
                 if r < len(a.choices) and r < len(b.choices):
                     ea, da = single(a, a.choices[r])
-                    eb, db = single(b, b.choices[r])
+                    eb, db = single(b, b.choices[r], site=a.site != b.site)
                     yield ea + eb, f"{da}, {db}"
 
     return src, itertools.chain(pins(), singles(range(2)), changed_pins(), pairs(), singles(range(2, 8))), ""
