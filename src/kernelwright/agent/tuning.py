@@ -413,7 +413,7 @@ def _candidates(code: str) -> tuple[_Source | None, Iterator[tuple[list[Edit], s
                             mods.append((param == "num_stages", new < current, [(*src.span(lst), f"[{text}]")],
                                          f"{prefix(name)}only config {i + 1} of {len(lst.elts)} "
                                          f"({_describe_config(src, config)}) with {param}={new}"))
-                # warps up, warps down, stages up, stages down
+                # warps up, stages up, warps down, stages down
                 per_config.append([m[2:] for m in sorted(mods, key=lambda m: (m[1], m[0]))])
         for round_ in itertools.zip_longest(*per_config):
             for item in round_:
