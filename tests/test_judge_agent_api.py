@@ -113,12 +113,15 @@ def test_submit_after_close_raises_pool_closed():
         future.result(timeout=5)
 
 
-def test_closing_settles_every_waiting_submission():
+@pytest.mark.parametrize("started", [False, True], ids=["while-workers-start", "while-judging"])
+def test_closing_settles_every_waiting_submission(started):
     """Submissions queued behind the workers when the pool closes raise PoolClosed; none hangs
     and none gets a verdict it was never judged for."""
     task = resolve_task("vector_add")
     slow = (VECTOR_ADD / "host_infinite_loop.py").read_text()
     pool = JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False, call_timeout=30))
+    if started:
+        pool.start()
     futures = [pool.submit(task, slow) for _ in range(4)]
     time.sleep(1.0)
     pool.close()

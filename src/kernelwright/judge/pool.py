@@ -143,6 +143,9 @@ class WorkerHandle:
         )
         theirs.close()
         self.conn = ours
+        # The pool's close and a judging thread that sees the worker die can both close the pipe:
+        # once only (a second os.close could close a descriptor another thread opened meanwhile).
+        self._conn_lock = threading.Lock()
         # Each child gets a Triton cache of its own side (see worker.Worker.start): the reference's
         # is never a directory a candidate is pointed at, so it cannot plant a compiled kernel there.
         self.conn.send({"options": {"memory_fraction": options.memory_fraction,
@@ -185,7 +188,14 @@ class WorkerHandle:
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
-        self.conn.close()
+        self._close_conn()
+
+    def _close_conn(self) -> None:
+        with self._conn_lock:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
 
     def close(self) -> None:
         if self.info is None and self.process.poll() is None:
@@ -201,7 +211,7 @@ class WorkerHandle:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.conn.close()
+        self._close_conn()
 
 
 def static_verdict(task: Task, candidate: Path) -> Verdict | None:
