@@ -204,3 +204,38 @@ def test_unwritten_output_is_told_by_the_poison_bytes_not_by_nan():
     ints = torch.arange(4, dtype=torch.int32)
     assert compare_outputs([torch.full((4,), -1, dtype=torch.int32)], [ints], [{"shape": [4], "dtype": "int32"}],
                            tolerance).kind == "unwritten_output"
+
+
+def test_error_kinds_come_from_the_exception_classes_the_child_reports():
+    """The GPU-only kinds (the CPU interpreter cannot produce them), from the child's structured
+    fields: class names with their bases and causes, the device error code, a broken context."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+
+    from kernelwright.judge.child import exception_types
+    from kernelwright.judge.worker import error_kind
+
+    def reply(exc, **extra):
+        return {"ok": False, "error": str(exc), "error_types": exception_types(exc), **extra}
+
+    try:
+        try:
+            raise CompileTimeAssertionFailure(None, None, "BLOCK must be 16")
+        except Exception as inner:
+            raise RuntimeError("autotuning failed") from inner
+    except RuntimeError as exc:
+        wrapped = exc
+    assert error_kind(reply(wrapped), importing=False) == "compile_error"  # found through the cause
+    assert error_kind(reply(MemoryError()), importing=False) == "out_of_memory"
+    import torch
+
+    oom = torch.OutOfMemoryError("CUDA out of memory")
+    assert "torch.OutOfMemoryError" in exception_types(oom)
+    assert error_kind(reply(oom), importing=False) == "out_of_memory"
+    assert error_kind(reply(RuntimeError("CUDA error: out of memory"), error_code=2), importing=False) == "out_of_memory"
+    fault = reply(RuntimeError("CUDA error: an illegal memory access was encountered"), device_fault=True)
+    assert error_kind(fault, importing=False) == "gpu_fault"
+    text_only = reply(RuntimeError("CUDA error: an illegal memory access; CUDA out of memory; CompilationError"))
+    assert error_kind(text_only, importing=False) == "runtime_error"  # the message is never read
+    assert error_kind(text_only, importing=True) == "import_error"
+    forged = {"ok": False, "error_types": "torch.OutOfMemoryError", "device_fault": "yes"}  # not a list, not True
+    assert error_kind(forged, importing=False) == "runtime_error"
