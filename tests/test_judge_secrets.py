@@ -80,9 +80,13 @@ def test_worker_environment_is_an_allow_list():
     source = dict(SECRETS, PATH="/usr/bin", HOME="/home/u", LC_ALL="C", TRITON_INTERPRET="1",
                   KERNELWRIGHT_TUNING_MS="3,12", CUDA_VISIBLE_DEVICES="0", PYTORCH_CUDA_ALLOC_CONF="x",
                   TRITON_CACHE_DIR="/shared/cache", SSH_AUTH_SOCK="/tmp/agent", DATABASE_URL="postgres://u:p@h",
+                  KERNELWRIGHT_BASE_URL="https://user:pw@llm.example", KERNELWRIGHT_MODEL="m",
+                  KERNELWRIGHT_CONFIG="/home/u/kernelwright.toml", TRITON_REDIS_URL="redis://:pw@h",
                   KERNELWRIGHT_WORKER_ENV="DATABASE_URL,MY_SERVICE_PASSWORD")
     env = worker_environment(source)
     assert not set(SECRETS) & set(env), env
+    for name in ("KERNELWRIGHT_BASE_URL", "KERNELWRIGHT_MODEL", "KERNELWRIGHT_CONFIG", "TRITON_REDIS_URL"):
+        assert name not in env  # the LLM layer's settings and addresses: not by prefix
     assert "SSH_AUTH_SOCK" not in env and "TRITON_CACHE_DIR" not in env  # the judge sets caches itself
     assert env["DATABASE_URL"] == "postgres://u:p@h"  # named explicitly: passed
     assert "MY_SERVICE_PASSWORD" not in env  # a credential's name is never passed, even when named
