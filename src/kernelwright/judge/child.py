@@ -168,12 +168,14 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
 
 
 def _use_triton_cache(path: str | None) -> None:
-    """Compile into (and load from) this side's own Triton cache: set before anything here
-    compiles. Triton 3.4+ reads TRITON_CACHE_DIR through `triton.knobs` at each use unless a value
+    """Compile into (and load from) this side's own Triton cache (and torch.compile's): set
+    before anything here compiles. Triton 3.4+ reads TRITON_CACHE_DIR through `triton.knobs` at each use unless a value
     was set on the knob, so the knob is set too; older versions read the variable at each use."""
     if not path:
         return
     os.environ["TRITON_CACHE_DIR"] = path
+    # torch.compile's cache too (by default one per user in /tmp, shared by both sides)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(path, "inductor")
     try:
         from triton import knobs
 
