@@ -239,3 +239,15 @@ def test_a_directory_of_another_user_is_refused_and_avoided(tmp_path, monkeypatc
     chosen = private_dir()  # another user took the name in /tmp: one in our home instead
     assert chosen == tmp_path / "home" / ".cache" / "kernelwright" / f"judge-{os.getuid()}"
     assert stat.S_IMODE(chosen.stat().st_mode) == 0o700
+
+
+def test_what_dead_processes_left_is_swept(tmp_path):
+    from kernelwright.judge.pool import sweep_stale
+
+    dead = 2**22 + 12345  # above the default pid_max: no such process
+    for path in (tmp_path / "triton" / f"w{dead}-reference-x", tmp_path / "sources" / f"sources-{dead}-y",
+                 tmp_path / "triton" / f"w{os.getpid()}-candidate-z", tmp_path / "triton" / "other"):
+        path.mkdir(parents=True)
+    sweep_stale(tmp_path)
+    assert sorted(os.listdir(tmp_path / "triton")) == ["other", f"w{os.getpid()}-candidate-z"]
+    assert os.listdir(tmp_path / "sources") == []

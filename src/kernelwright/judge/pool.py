@@ -268,6 +268,7 @@ class JudgePool:
         self._closing = threading.Event()
         self.device_info: dict = {}
         self.private = private_dir()  # 0700, ours: lock files, submitted sources, Triton caches
+        sweep_stale(self.private)
         protect_coordinator()
         # `submit`: sources written here (0700, this pool's own, removed on close), judged by as
         # many threads as there are workers; futures not settled yet (close settles them)
@@ -481,6 +482,7 @@ class JudgePool:
         self._workers[index] = None
         if handle is not None:
             handle.kill()
+            remove_worker_caches(self.private, [handle.process.pid])  # a killed worker cannot
 
     def judge_many(self, jobs: Iterable[tuple[Task, str | Path]],
                    on_verdict: Callable[[int, Verdict], None] | None = None,
@@ -546,6 +548,21 @@ def remove_worker_caches(private: Path, pids: list[int]) -> None:
     for pid in pids:
         for path in root.glob(f"w{pid}-*"):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep_stale(private: Path) -> None:
+    """Remove what dead processes left in the private directory: the Triton caches of workers
+    (`triton/w<pid>-...`) and the sources of pools (`sources/sources-<pid>-...`) whose process is
+    gone (killed before it could clean up). A directory of a live process, another run's, stays."""
+    for folder, prefix in (("triton", "w"), ("sources", "sources-")):
+        try:
+            names = os.listdir(private / folder)
+        except OSError:
+            continue
+        for name in names:
+            pid = name[len(prefix):].split("-", 1)[0]
+            if name.startswith(prefix) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                shutil.rmtree(private / folder / name, ignore_errors=True)
 
 
 def protect_coordinator() -> None:
