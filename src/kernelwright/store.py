@@ -5,6 +5,10 @@ It holds the run's settings, every LLM call (prompt, answer, tokens, cost), ever
 are inserted, never updated (a trigger refuses updates), and each insert is committed at once,
 so a run killed at any moment loses at most the call or verdict in flight; `--resume` reads the
 store back and continues from there. Reports and metrics read only the store.
+
+The store knows records, not the agent's classes: an attempt is anything with `to_dict()` and the
+key fields, and `decode` (the agent passes `Attempt.from_dict`) turns stored records back into
+objects.
 """
 
 from __future__ import annotations
@@ -14,9 +18,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
-
-from .agent.memory import Attempt
+from typing import Any, Callable, Iterable
 
 DB_NAME = "run.sqlite"
 SCHEMA_VERSION = 1
@@ -47,8 +49,10 @@ class StoreError(RuntimeError):
 
 
 class RunStore:
-    def __init__(self, run_dir: Path | str, *, create: bool = True) -> None:
+    def __init__(self, run_dir: Path | str, *, create: bool = True,
+                 decode: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.run_dir = Path(run_dir).expanduser().resolve()
+        self.decode = decode
         path = self.run_dir / DB_NAME
         if not create and not path.is_file():
             raise StoreError(f"{self.run_dir} is not a kernelwright run directory (no {DB_NAME}); "
@@ -86,7 +90,7 @@ class RunStore:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     # -- attempts ---------------------------------------------------------------------------
-    def add_attempt(self, attempt: Attempt) -> None:
+    def add_attempt(self, attempt: Any) -> None:
         record = json.dumps(attempt.to_dict())
         with self._lock:
             self._db.execute(
@@ -94,7 +98,7 @@ class RunStore:
                 (attempt.task, attempt.run, attempt.index, attempt.mode, attempt.kind, attempt.speedup, record,
                  attempt.created or time.time()))
 
-    def attempts(self, task: str | None = None, run: int | None = None) -> list[Attempt]:
+    def attempts(self, task: str | None = None, run: int | None = None) -> list[Any]:
         query, args = "SELECT record FROM attempts", []
         where = []
         if task is not None:
@@ -108,7 +112,8 @@ class RunStore:
         query += " ORDER BY task, run, idx"
         with self._lock:
             rows = self._db.execute(query, args).fetchall()
-        return [Attempt.from_dict(json.loads(r[0])) for r in rows]
+        records = [json.loads(r[0]) for r in rows]
+        return [self.decode(r) for r in records] if self.decode else records
 
     # -- LLM calls --------------------------------------------------------------------------
     def add_call(self, task: str, run: int, attempt: int, reply: Any) -> None:

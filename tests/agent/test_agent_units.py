@@ -136,7 +136,7 @@ def test_prompt_templates_render_and_override(tmp_path):
 
 
 def test_store_is_append_only_and_reopens(tmp_path):
-    store = RunStore(tmp_path / "run")
+    store = RunStore(tmp_path / "run", decode=Attempt.from_dict)
     store.add_attempt(att(0))
     with pytest.raises(sqlite3.IntegrityError):
         store.add_attempt(att(0))  # the same attempt twice
@@ -146,7 +146,9 @@ def test_store_is_append_only_and_reopens(tmp_path):
     store.add_call("t", 0, 1, Reply("fix", [], "", "m", 0, 0, 0.0, cache_hit=True))
     store.end_task_run("t", 0, "done", 0)
     store.close()
-    again = RunStore(tmp_path / "run", create=False)
+    again = RunStore(tmp_path / "run", create=False, decode=Attempt.from_dict)
+    records = RunStore(tmp_path / "run", create=False).attempts("t", 0)  # without a decoder: plain records
+    assert isinstance(records[0], dict) and Attempt.from_dict(records[0]) == att(0)
     assert again.attempts("t", 0) == [att(0)]
     assert again.spend("t") == (0.25, 15) and again.ended()[("t", 0)]["reason"] == "done"
     with pytest.raises(StoreError):

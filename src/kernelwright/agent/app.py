@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ..store import RunStore, StoreError
 from .budget import Budget, Limits
 from .loop import AgentSettings, RunContext
+from .memory import Attempt
 from .results import TaskResult
 
 
@@ -59,14 +60,14 @@ def new_seed() -> int:
 def open_run(out: Path, spec: RunSpec | None, resume: bool) -> tuple[RunStore, RunSpec]:
     """The store and the spec: a new run writes its spec; a resumed one reads it back."""
     if resume:
-        store = RunStore(out, create=False)
+        store = RunStore(out, create=False, decode=Attempt.from_dict)
         stored = store.get_meta("spec")
         if stored is None:
             raise StoreError(f"{out} holds no run spec: it was not written by generate/optimize")
         return store, RunSpec.from_dict(stored)
     if spec is None:
         raise ValueError("a new run needs a spec")
-    store = RunStore(out)
+    store = RunStore(out, decode=Attempt.from_dict)
     if store.get_meta("spec") is not None:
         store.close()
         raise StoreError(f"{out} already holds a run: pass --resume {out} to continue it, or another --out")

@@ -51,6 +51,7 @@ KnowledgeOpt = Annotated[bool, typer.Option("--knowledge/--no-knowledge", help="
 OptimizerOpt = Annotated[bool, typer.Option("--optimizer/--no-optimizer", help="optimize correct kernels")]
 ReflectOpt = Annotated[bool, typer.Option("--reflection/--no-reflection", help="analyse failures before fixing")]
 SeedsOpt = Annotated[int, typer.Option("--judge-seeds", min=1, max=50, help="fresh seeds per correctness case")]
+TuneFlagOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="after the LLM iterations, sweep the best kernel's launch parameters (no LLM)")]
 PerfOpt = Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs, not under the CPU interpreter)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the summary as JSON")]
 TaskOpt = Annotated[Optional[str], typer.Option("--task", "-t", help="task name, task file, or a suite's task (with --suite)")]
@@ -83,7 +84,7 @@ def generate_command(
     time_limit: TimeOpt = None, task_max_cost: TaskCostOpt = None, task_max_tokens: TaskTokensOpt = None,
     task_time_limit: TaskTimeOpt = None, device: DeviceOpt = "auto", out: OutOpt = None, resume: ResumeOpt = None,
     prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True, knowledge: KnowledgeOpt = True,
-    optimizer: OptimizerOpt = True, reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, perf: PerfOpt = None, as_json: JsonOpt = False,
+    optimizer: OptimizerOpt = True, reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, perf: PerfOpt = None, tune: TuneFlagOpt = False, as_json: JsonOpt = False,
 ) -> None:
     """Write a Triton kernel with the agent: from your instruction and PyTorch reference, or for
     an existing task (--task). Writes the best verified kernel and a run directory.
@@ -105,7 +106,7 @@ def optimize_command(
     time_limit: TimeOpt = None, task_max_cost: TaskCostOpt = None, task_max_tokens: TaskTokensOpt = None,
     task_time_limit: TaskTimeOpt = None, device: DeviceOpt = "auto", out: OutOpt = None, resume: ResumeOpt = None,
     prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True, knowledge: KnowledgeOpt = True,
-    reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, perf: PerfOpt = None, as_json: JsonOpt = False,
+    reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, perf: PerfOpt = None, tune: TuneFlagOpt = False, as_json: JsonOpt = False,
 ) -> None:
     """Make your working Triton kernel faster: the agent starts from it and returns a faster
     verified kernel, or says that none was found.
@@ -133,7 +134,8 @@ def _agent_command(command: str, kernel: Optional[Path], o: dict[str, Any]) -> N
             settings = AgentSettings(
                 iterations=o["iterations"], runs=o["runs"], max_debug_attempts=o["max_debug_attempts"],
                 temperature=o["temperature"], seed=o["seed"] if o["seed"] is not None else new_seed(),
-                one_shot=o["one_shot"], knowledge=o["knowledge"], reflection=o["reflection"], optimizer=o["optimizer"])
+                one_shot=o["one_shot"], knowledge=o["knowledge"], reflection=o["reflection"], optimizer=o["optimizer"],
+                tune=o["tune"])
             model = _model(o)
             if o["prompts"] is not None:
                 PromptLibrary(o["prompts"])  # fail now on a bad folder, not at the first prompt
