@@ -130,13 +130,13 @@ def _agent_command(command: str, kernel: Optional[Path], o: dict[str, Any]) -> N
         if o["resume"] is not None:
             store, spec = open_run(o["resume"], None, resume=True)
         else:
+            model = _model(o)  # before anything is written: a run that cannot start leaves nothing behind
             task_ref, start_code = _task_and_start(command, kernel, o)
             settings = AgentSettings(
                 iterations=o["iterations"], runs=o["runs"], max_debug_attempts=o["max_debug_attempts"],
                 temperature=o["temperature"], seed=o["seed"] if o["seed"] is not None else new_seed(),
                 one_shot=o["one_shot"], knowledge=o["knowledge"], reflection=o["reflection"], optimizer=o["optimizer"],
                 tune=o["tune"])
-            model = _model(o)
             if o["prompts"] is not None:
                 PromptLibrary(o["prompts"])  # fail now on a bad folder, not at the first prompt
             spec = RunSpec(command, (task_ref.ref,), model, settings,
@@ -154,15 +154,22 @@ def _agent_command(command: str, kernel: Optional[Path], o: dict[str, Any]) -> N
 
 
 def _model(o: dict[str, Any]) -> str:
+    """The model's id, after checking that it can be reached as configured (key, URL): a run
+    directory is created only for a run that can start."""
+    from ..llm import LLMConfigError, parse_model
     from ..llm.settings import load_llm_settings
 
-    _, settings = load_llm_settings(o["config_path"], model=o["model"])
+    _, settings = load_llm_settings(o["config_path"], model=o["model"], **_llm_flags(o))
     if not settings.model:
         raise ValueError("no model chosen: pass --model provider/model (e.g. openai/gpt-4.1), set "
                          "KERNELWRIGHT_MODEL, or put model in [llm] of kernelwright.toml")
-    from ..llm import parse_model
-
-    return parse_model(settings.model).id
+    model = parse_model(settings.model)
+    if not settings.offline:
+        try:
+            settings.endpoint(model)
+        except LLMConfigError as exc:
+            raise ValueError(str(exc)) from None
+    return model.id
 
 
 def _task_and_start(command: str, kernel: Optional[Path], o: dict[str, Any]):
