@@ -129,3 +129,31 @@ def test_optimize_starts_from_the_users_kernel(tmp_path):
     assert modes == [("given", "passed"), ("optimize", "passed")]
     # under the interpreter nothing is timed, so no kernel can be called faster than the user's
     assert code == 1 and data["results"][0]["improved"] is None
+
+
+def test_ctrl_c_exits_at_once_and_resumes(tmp_path):
+    """SIGINT while the model is thinking (a 60 s answer): exit 130 within seconds, the verified
+    work kept, and --resume finishes the run."""
+    run = tmp_path / "run"
+    slow = {"rules": [{"match": REFLECT_MARK, "content": "Use 1024."},
+                      {"match": "Your previous attempt", "delay_s": 60.0, **answer(GOOD)}],
+            "default": answer(BROKEN)}
+    with ScriptedServer(slow) as server:
+        proc = cli("generate", "--task", str(TINY_ADD), "--iterations", "2", "--seed", "3", "--out", str(run),
+                   *llm_flags(server))
+        deadline = time.monotonic() + 240
+        while len(server.requests) < 3:  # generate, reflect, and the slow fix in flight
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert time.monotonic() - sent < 20
+        assert "--resume" in err
+    with ScriptedServer({"rules": [{"match": "Your previous attempt", **answer(GOOD)}],
+                         "default": answer(BROKEN)}) as server:
+        code, data, err = finish(cli("generate", "--resume", str(run), *llm_flags(server)))
+    assert code == 0, err
+    assert data["results"][0]["best"]["mode"] == "fix"

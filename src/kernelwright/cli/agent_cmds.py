@@ -14,6 +14,8 @@ judge could not decide (the task's own reference failed), 130 interrupted (resum
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -253,7 +255,11 @@ def run_agent(store, spec, o: dict[str, Any], as_json: bool, concurrency: int | 
         Console(stderr=True).print(f"[yellow]interrupted: the best kernels so far are in[/] "
                                    f"{escape(str(store.run_dir / 'best'))}[yellow]; continue with[/] kernelwright "
                                    f"{spec.command} --resume {escape(str(store.run_dir))}")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        # Task-runs still waiting for the model would hold the exit for up to the LLM timeout:
+        # everything is stored (each attempt and call is committed as it happens), so leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
     return results, errors, meter.report()
 
 
