@@ -19,7 +19,7 @@ from .model import KNOWN_DTYPES, Case, EntryPoint, Task, Tolerance
 REQUIRED = ("name", "instruction", "entry_point", "make_inputs", "reference", "visible_cases")
 OPTIONAL = (
     "hidden_cases", "perf_cases", "tolerances", "cost", "triton_reference", "deterministic",
-    "reference_in_float64", "difficulty", "tags", "mutable_args",
+    "reference_in_float64", "difficulty", "tags", "mutable_args", "numerics",
 )
 
 
@@ -51,9 +51,10 @@ def load_task_file(path: Path | str, check_degenerate: bool = True) -> Task:
     module = _import(path)
     task = _build(path, module)
     if check_degenerate:
-        from .validate import check_not_degenerate
+        from .validate import check_hostile_evidence, check_not_degenerate
 
         check_not_degenerate(task)
+        check_hostile_evidence(task)
     _loaded[path] = task
     return task
 
@@ -161,6 +162,21 @@ def _build(path: Path, module: Any) -> Task:
         raise fail("mutable_args must be a tuple of argument positions")
     mutable = tuple(mutable)
 
+    tags = getattr(module, "tags", ()) or ()
+    if isinstance(tags, str) or not isinstance(tags, (tuple, list)) or not all(isinstance(t, str) for t in tags):
+        raise fail("tags must be a tuple of strings")
+    numerics = getattr(module, "numerics", ())
+    if isinstance(numerics, str):
+        numerics = (numerics,)
+    if not isinstance(numerics, (tuple, list, set, frozenset)) or not all(isinstance(k, str) for k in numerics):
+        raise fail('numerics must be a tuple of hostile-case kinds, e.g. ("large-magnitude", "constant-rows")')
+    from .hostile import coverage_problems
+
+    problems = coverage_problems(tags, sorted(numerics) if isinstance(numerics, (set, frozenset)) else numerics,
+                                 visible, hidden)
+    if problems:
+        raise fail("; ".join(problems))
+
     return Task(
         name=task_name,
         instruction=module.instruction.strip(),
@@ -177,6 +193,6 @@ def _build(path: Path, module: Any) -> Task:
         deterministic=bool(getattr(module, "deterministic", False)),
         reference_in_float64=bool(getattr(module, "reference_in_float64", True)),
         difficulty=difficulty,
-        tags=tuple(getattr(module, "tags", ()) or ()),
+        tags=tuple(tags),
         mutable_args=mutable,
     )

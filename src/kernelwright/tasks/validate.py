@@ -133,5 +133,21 @@ def check_not_degenerate(task: Task, cases: Sequence[Case] | None = None) -> Non
         raise TaskFileError(task.source_path, "degenerate: " + "; ".join(problems))
 
 
-__all__ = ["as_tuple", "check_not_degenerate", "degeneracy_problems", "make_inputs", "run_reference",
+def check_hostile_evidence(task: Task) -> None:
+    """Raise `TaskFileError(path, "hostile cases: ...")` if a hidden case marked `hostile=KIND`
+    builds inputs (on the CPU, seed 0) that do not show that kind (see `kernelwright.tasks.hostile`)."""
+    from .hostile import evidence_problems
+    from .loader import TaskFileError
+
+    try:
+        problems = evidence_problems(task)
+    except TaskFileError:
+        raise
+    except Exception as exc:  # the task's own make_inputs failed on a hostile case
+        raise TaskFileError(task.source_path, f"make_inputs failed on a hostile case: {type(exc).__name__}: {exc}") from exc
+    if problems:
+        raise TaskFileError(task.source_path, "hostile cases: " + "; ".join(problems))
+
+
+__all__ = ["as_tuple", "check_hostile_evidence", "check_not_degenerate", "degeneracy_problems", "make_inputs", "run_reference",
            "upcast_inputs"]

@@ -36,10 +36,13 @@ def reference(x):
 visible_cases = [Case("float32", shape=(8, 1000)), Case("float16", shape=(16, 4096))]
 hidden_cases = [
     Case("float32", shape=(1, 1)),
-    Case("float32", shape=(3, 131_072), positive=True),
-    Case("float32", shape=(100, 3)),
+    Case("float32", shape=(3, 131_072), positive=True, hostile="long-rows"),
+    Case("float32", shape=(100, 3), hostile="odd-sizes"),
     Case("float16", shape=(5, 20_001)),
     Case("bfloat16", shape=(64, 2048)),
+    # numerically hostile (docs/tasks.md): partial sums up to ~32768 in float16 (a float16 running
+    # total is off by whole units there)
+    Case("float16", shape=(2, 65_537), positive=True, hostile="long-rows"),
 ]
 perf_cases = [
     Case("float32", shape=(8192, 4096)),

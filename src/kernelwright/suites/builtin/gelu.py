@@ -16,8 +16,8 @@ tanh approximation elementwise (torch.nn.functional.gelu(x, approximate="tanh"))
     gelu(x) = 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))
 This is NOT the exact erf form. x is a contiguous tensor of any shape (including sizes that are not
 a multiple of the block size) and dtype float32, float16 or bfloat16. Compute in float32 and return
-a new tensor of x's shape and dtype; do not modify x. Inputs reach |x| of about 10, so make sure
-large negative inputs give (-)0 and large positive inputs give x, never NaN.
+a new tensor of x's shape and dtype; do not modify x. Inputs reach |x| of a few thousand (float16
+too), so make sure large negative inputs give (-)0 and large positive inputs give x, never NaN.
 Hint: 0.5 * (1 + tanh(u)) == sigmoid(2u); tl.* and tl.math have no tanh (only libdevice does).
 """
 entry_point = "gelu(x: torch.Tensor) -> torch.Tensor"
@@ -38,9 +38,12 @@ def reference(x):
 visible_cases = [Case("float32", shape=(1000,)), Case("float16", shape=(64, 300))]
 hidden_cases = [
     Case("float32", shape=(1,)),
-    Case("float32", shape=(3, 5, 7), scale=5.0),
+    Case("float32", shape=(3, 5, 7), scale=5.0, hostile="odd-sizes"),
     Case("float16", shape=(98_765,), scale=4.0),
     Case("bfloat16", shape=(257, 129)),
+    # numerically hostile (docs/tasks.md): exp(2u) of the tanh form overflows for |x| >~ 20
+    Case("float32", shape=(4099,), scale=100.0, hostile="large-magnitude"),
+    Case("float16", shape=(33, 301), scale=800.0, hostile="large-magnitude"),
 ]
 perf_cases = [
     Case("float32", shape=(1 << 25,)),

@@ -3,6 +3,7 @@
 import torch
 
 from kernelwright.tasks import Case
+from kernelwright.tasks.hostile import hostile_rows
 from kernelwright.tasks.inputs import randn
 
 name = "layernorm_backward"
@@ -24,6 +25,8 @@ Return a tuple (dx, dweight, dbias) of new tensors:
     dbias   = sum over rows of dy                                                 # (N,), weight's dtype
 (means over the last dimension, with keepdim). Compute everything in float32 and round once at
 the end. M is anything from 1 to 65536 and N from 1 to 8192 (neither necessarily a power of two).
+x can lie far from zero (values around 1000 with spread 1) and rows of x can be constant (then
+xhat is ~0 and rstd ~1/sqrt(eps)).
 The column sums over M rows are the hard part: a per-row kernel must not serialize on them; e.g.
 write per-program float32 partial sums and reduce them in a second kernel (atomics are allowed
 but make the result order-dependent; it still has to meet the tolerances).
@@ -38,7 +41,8 @@ _EPS = 1e-5
 
 def make_inputs(case, gen):
     m, n = case.shape
-    x = randn(gen, (m, n), case.dtype, scale=case.get("scale", 1.0), shift=case.get("shift", 0.0))
+    x = randn(gen, (m, n), "float32", scale=case.get("scale", 1.0), shift=case.get("shift", 0.0))
+    x = hostile_rows(x, case.get("hostile"), gen).to(case.torch_dtype)  # constant rows
     weight = randn(gen, (n,), case.dtype, scale=0.5, shift=1.0)
     dy = randn(gen, (m, n), case.dtype)
     # what a forward pass would have saved (float32 statistics of the rounded x)
@@ -63,10 +67,13 @@ visible_cases = [Case("float32", shape=(64, 256)), Case("float16", shape=(100, 1
 hidden_cases = [
     Case("float32", shape=(1, 1)),
     Case("float32", shape=(1, 4096)),
-    Case("float32", shape=(300, 3), shift=2.0),
+    Case("float32", shape=(300, 3), shift=2.0, hostile="odd-sizes"),
     Case("float32", shape=(257, 300), scale=3.0),
     Case("float16", shape=(65, 8192)),
     Case("bfloat16", shape=(256, 2048)),
+    Case("float32", shape=(33, 1025), shift=1000.0, hostile="large-magnitude"),
+    Case("float32", shape=(30, 1024), hostile="constant-rows"),
+    Case("float16", shape=(21, 777), hostile="constant-rows"),
 ]
 perf_cases = [
     Case("float16", shape=(16384, 4096)),

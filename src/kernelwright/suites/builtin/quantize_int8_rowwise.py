@@ -20,7 +20,7 @@ shape (M,). round is round-to-nearest with ties to even (torch.round); the test 
 xf / scale at least 0.25 away from a half-integer, so any correctly rounded or approximate division
 followed by round-to-nearest (e.g. floor(y + 0.5), or a rint) gives the same q, and q is compared
 exactly. scale is compared with float32 tolerance. Rows may be entirely zero (then scale = 1 and
-q = 0). M is any value >= 1; N any value from 1 to 65536, not necessarily a power of two.
+q = 0) or constant (then q = +-127), and values may be large (float32 up to ~1e8). M is any value >= 1; N any value from 1 to 65536, not necessarily a power of two.
 """
 entry_point = "quantize_int8_rowwise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]"
 triton_reference = "triton_refs/quantize_int8_rowwise.py"
@@ -40,7 +40,10 @@ def make_inputs(case, gen):
     pos = randint(gen, (m, 1), 0, n)
     sign = randint(gen, (m, 1), 0, 2).float() * 2 - 1
     v.scatter_(1, pos, 127.0 * sign)
-    e = randint(gen, (m, 1), -8, 4).float()
+    low, high = case.get("exp_range", (-8, 4))
+    e = randint(gen, (m, 1), low, high).float()
+    if case.get("constant_rows", 0):  # every third row: +-127 * 2**e everywhere
+        v[::3] = v[::3].gather(1, pos[::3]).expand(-1, n)
     x = v * torch.exp2(e)
     zero_rows = case.get("zero_rows", 0)
     if zero_rows:
@@ -59,10 +62,13 @@ def reference(x):
 visible_cases = [Case("float32", shape=(16, 1000)), Case("float16", shape=(64, 4096))]
 hidden_cases = [
     Case("float32", shape=(1, 1)),
-    Case("float32", shape=(10, 777), zero_rows=3),
+    Case("float32", shape=(10, 777), zero_rows=3, hostile=("zero-rows", "odd-sizes")),
     Case("float32", shape=(2, 65_536)),
     Case("float16", shape=(300, 3)),
-    Case("bfloat16", shape=(128, 2048), zero_rows=1),
+    Case("bfloat16", shape=(128, 2048), zero_rows=1, hostile="zero-rows"),
+    Case("float32", shape=(7, 1001), exp_range=(12, 20), hostile="large-magnitude"),
+    Case("float16", shape=(9, 333), exp_range=(4, 8), constant_rows=1, hostile=("constant-rows", "large-magnitude")),
+    Case("float32", shape=(6, 1024), constant_rows=1, zero_rows=1, hostile=("constant-rows", "zero-rows")),
 ]
 perf_cases = [
     Case("float16", shape=(16384, 8192)),

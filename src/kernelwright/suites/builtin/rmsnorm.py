@@ -3,6 +3,7 @@
 import torch
 
 from kernelwright.tasks import Case
+from kernelwright.tasks.hostile import hostile_rows
 from kernelwright.tasks.inputs import randn
 
 name = "rmsnorm"
@@ -14,7 +15,9 @@ RMS normalization over the last dimension:
     out = x / sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight
 x has shape (..., N) (2-D or more; flatten the leading dimensions), weight has shape (N,), both of
 the same dtype (float32, float16 or bfloat16). Accumulate in float32 and return a new tensor with
-x's shape and dtype. N can be any size up to 16384 and need not be a power of two.
+x's shape and dtype. N can be any size up to 16384 and need not be a power of two. Values can be
+large (|x| up to a few thousand, so x**2 overflows float16: do not square in the input dtype);
+rows can be constant or all zeros (then the output row is 0).
 """
 entry_point = "rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor"
 triton_reference = "triton_refs/rmsnorm.py"
@@ -22,7 +25,8 @@ triton_reference = "triton_refs/rmsnorm.py"
 
 def make_inputs(case, gen):
     *lead, n = case.shape
-    x = randn(gen, case.shape, case.dtype)
+    x = randn(gen, case.shape, "float32", scale=case.get("scale", 1.0))
+    x = hostile_rows(x, case.get("hostile"), gen).to(case.torch_dtype)  # constant and zero rows
     weight = randn(gen, (n,), case.dtype, scale=0.5, shift=1.0)
     if "eps" in case.params:
         return x, weight, case.eps
@@ -36,10 +40,14 @@ def reference(x, weight, eps=1e-6):
 
 visible_cases = [Case("float32", shape=(4, 256)), Case("float16", shape=(16, 1000))]
 hidden_cases = [
-    Case("float32", shape=(2, 3, 77)),
+    Case("float32", shape=(2, 3, 77), hostile="odd-sizes"),
     Case("float32", shape=(5, 4096), eps=1e-3),
     Case("float16", shape=(1, 12288)),
     Case("bfloat16", shape=(37, 2048)),
+    Case("float16", shape=(4, 4099), scale=300.0, hostile="large-magnitude"),
+    Case("float32", shape=(3, 5003), scale=1e4, hostile="large-magnitude"),
+    Case("float32", shape=(7, 1000), hostile="constant-rows"),
+    Case("float16", shape=(6, 2047), scale=100.0, hostile="constant-rows"),
 ]
 perf_cases = [
     Case("float16", shape=(16384, 4096)),

@@ -16,7 +16,8 @@ Write a Triton kernel and a Python wrapper `silu(x)` that applies SiLU elementwi
     silu(x) = x * sigmoid(x) = x / (1 + exp(-x))
 x is a contiguous tensor of any shape (including sizes that are not a multiple of the block size)
 and dtype float32, float16 or bfloat16. Compute in float32 and return a new tensor of x's shape and
-dtype; do not modify x. Inputs reach |x| of about 20: large negative inputs must give (-)0, not NaN.
+dtype; do not modify x. Inputs reach |x| of a few thousand (float16 too): large negative inputs must give (-)0 and large
+positive ones x, never NaN.
 """
 entry_point = "silu(x: torch.Tensor) -> torch.Tensor"
 triton_reference = "triton_refs/silu.py"
@@ -34,9 +35,12 @@ def reference(x):
 visible_cases = [Case("float32", shape=(1000,)), Case("float16", shape=(64, 300))]
 hidden_cases = [
     Case("float32", shape=(1,)),
-    Case("float32", shape=(3, 5, 7), scale=8.0),
+    Case("float32", shape=(3, 5, 7), scale=8.0, hostile="odd-sizes"),
     Case("float16", shape=(98_765,)),
     Case("bfloat16", shape=(257, 129)),
+    # numerically hostile (docs/tasks.md): exp(x) / (1 + exp(x)) is inf/inf for x >~ 89
+    Case("float32", shape=(3, 1031), scale=200.0, hostile="large-magnitude"),
+    Case("float16", shape=(2049,), scale=1000.0, hostile="large-magnitude"),
 ]
 perf_cases = [
     Case("float32", shape=(1 << 25,)),
