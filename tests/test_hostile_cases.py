@@ -295,3 +295,14 @@ def test_layernorm_with_naive_variance_fails_the_large_magnitude_cases():
     failing = [label for label in hostile if report[label]]
     assert set(failing) >= {label for label in hostile if "shift=1000.0" in label and "float32" in label}
     assert len(failing) >= 2, report
+
+
+def test_the_judge_fails_a_softmax_without_max_subtraction_at_correctness():
+    """End to end: the real judge (one interpreter worker) on the naive softmax."""
+    from kernelwright.tasks import resolve_task
+
+    from .conftest import judge_on_cpu
+
+    verdict = judge_on_cpu(resolve_task("softmax"), CANDIDATES / "softmax" / "no_max_subtraction.py", seeds=2)
+    assert verdict.stage == "correctness" and not verdict.correct, (verdict.stage, verdict.reason)
+    assert "hostile=" in verdict.reason and "outside tolerance" in verdict.reason, verdict.reason
