@@ -4,8 +4,8 @@
   naming the file and what to add; with them it loads; marked cases must show their kind.
 * Every sensitive built-in task has them.
 * The holes are closed: candidates that passed every case the built-in tasks had before (a softmax
-  without max subtraction, a SiLU as x*exp(x)/(1+exp(x))) still pass those and now fail the
-  hostile ones; a layernorm with E[x^2]-E[x]^2 fails the large-magnitude ones. Those run under
+  without max subtraction, a SiLU as x*exp(x)/(1+exp(x)), a cross-entropy with log(sum(exp(x))))
+  still pass those and now fail the hostile ones; a layernorm with E[x^2]-E[x]^2 fails the large-magnitude ones. Those run under
   Triton's CPU interpreter in a subprocess (TRITON_INTERPRET=1 must be set before triton is
   imported), against the same comparison the reference check uses.
 """
@@ -227,6 +227,8 @@ OLD_HIDDEN = {
                 Case("float16", shape=(7, 4097)), Case("float32", shape=(2, 20000))],
     "silu": [Case("float32", shape=(1,)), Case("float32", shape=(3, 5, 7), scale=8.0),
              Case("float16", shape=(98_765,))],
+    "cross_entropy": [Case("float32", shape=(1, 1)), Case("float32", shape=(3, 128_256), scale=6.0),
+                      Case("float32", shape=(300, 7), ignore=0.5), Case("float16", shape=(5, 50_257))],
 }
 
 _HOLE_SCRIPT = textwrap.dedent('''
@@ -269,6 +271,7 @@ def _hostile_labels(task_name: str, kinds: set[str]) -> list[str]:
 @pytest.mark.parametrize("task_name, candidate, kinds", [
     ("softmax", CANDIDATES / "softmax" / "no_max_subtraction.py", {"large-magnitude", "all-negative"}),
     ("silu", CANDIDATES / "silu" / "exp_ratio.py", {"large-magnitude"}),
+    ("cross_entropy", CANDIDATES / "cross_entropy" / "no_max_subtraction.py", {"large-magnitude", "all-negative"}),
 ])
 def test_naive_candidate_passed_the_old_cases_and_fails_the_hostile_ones(task_name, candidate, kinds):
     task = load_task_file(builtin_task_paths()[task_name])
@@ -281,7 +284,8 @@ def test_naive_candidate_passed_the_old_cases_and_fails_the_hostile_ones(task_na
     assert len(passed_before) == len(old) and not any(passed_before.values()), passed_before
     for label in hostile:
         assert report[label], f"{candidate.name} passed the hostile case {label!r}"
-        assert "outside atol" in report[label][0] and "nan vs" in report[label][0]
+        assert "outside atol" in report[label][0]
+        assert any(f"{bad} vs" in report[label][0] for bad in ("nan", "inf", "-inf")), report[label][0]
 
 
 def test_layernorm_with_naive_variance_fails_the_large_magnitude_cases():
