@@ -310,3 +310,9 @@ def test_the_judge_fails_a_softmax_without_max_subtraction_at_correctness():
     verdict = judge_on_cpu(resolve_task("softmax"), CANDIDATES / "softmax" / "no_max_subtraction.py", seeds=2)
     assert verdict.stage == "correctness" and not verdict.correct, (verdict.stage, verdict.reason)
     assert "hostile=" in verdict.reason and "outside tolerance" in verdict.reason, verdict.reason
+
+
+def test_a_case_can_be_several_kinds_at_once():
+    assert case_kinds(Case("float32", shape=(3, 4), hostile="all-negative+odd-sizes")) == ("all-negative", "odd-sizes")
+    assert case_kinds(Case("float32", shape=(3, 4), hostile=["zero-rows", "odd-sizes"])) == ("zero-rows", "odd-sizes")
+    assert case_kinds(Case("float32", shape=(3, 4))) == ()

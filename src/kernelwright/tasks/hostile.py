@@ -4,7 +4,7 @@ A task is *numerically sensitive* when one of its tags is in `REQUIRED_BY_TAG` (
 online softmax, normalization, scans, quantization, activations), or when it declares
 `numerics = (...)` itself. Such a task must have, for every kind it requires (the union of its
 tags' kinds and its own `numerics`), at least one **hidden** case marked
-`Case(..., hostile="KIND")` (or `hostile=("KIND", "OTHER")` for a case that is several at once);
+`Case(..., hostile="KIND")` (or `hostile="KIND+OTHER"` for a case that is several at once);
 `make_inputs` reads `case.get("hostile")` and the other case parameters to build such inputs.
 
 Two checks, both raising `TaskFileError` (see docs/tasks.md, "Numerically hostile cases"):
@@ -51,12 +51,13 @@ REQUIRED_BY_TAG: dict[str, tuple[str, ...]] = {
 
 
 def case_kinds(case: Any) -> tuple[str, ...]:
-    """The hostile kinds a case is marked with: `hostile="kind"` or `hostile=("kind", ...)`."""
+    """The hostile kinds a case is marked with: `hostile="kind"` or `hostile="kind+other"` (a tuple of
+    kinds works too, but its default label reads "kindxother")."""
     value = case.get("hostile") if hasattr(case, "get") else None
     if value is None:
         return ()
     if isinstance(value, str):
-        return (value,)
+        return tuple(value.split("+"))
     if isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
         return tuple(value)
     return (repr(value),)  # reported as an unknown kind
@@ -195,7 +196,7 @@ def hostile_rows(x: torch.Tensor, kinds: Any, gen: torch.Generator, keep: torch.
     Magnitude and sign (large-magnitude, all-negative) come from the task's own scale/shift
     parameters. Other kinds leave x as it is. Draws from `gen` only for the kinds present.
     """
-    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds or ())
+    kinds = tuple(kinds.split("+")) if isinstance(kinds, str) else tuple(kinds or ())
     if not kinds or x.dim() == 0:
         return x
     shape = x.shape
