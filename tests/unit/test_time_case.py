@@ -15,6 +15,8 @@ from kernelwright.tasks import resolve_task
 class ScriptedChild:
     """Answers the worker's timing requests with a fixed per-call time."""
 
+    role = "candidate"  # (the replies it plays are the same for both roles)
+
     def __init__(self, call_ms: float, host_sync: bool = False) -> None:
         self.call_ms, self.host_sync = call_ms, host_sync
 

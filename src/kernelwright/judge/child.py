@@ -29,6 +29,7 @@ from typing import Any, Callable, NoReturn
 
 from . import procs, wire
 from .envknobs import env_numbers
+from .provenance import EntryCalls, KernelMemory, tracking_copies
 from .gpulock import SharedHold, release_during_compile, yield_at_launches
 from .patching import wrap_once
 from .precompile import compile_configs_in_parallel, compile_threads_from_env
@@ -207,19 +208,35 @@ def _redirect_stdio(log_path: str) -> None:
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
 
 
-def flatten_outputs(value: Any, torch) -> list:
+class Outputs(list):
+    """A call's outputs as a list of tensors, plus `names` (what the task's own test calls each
+    one: a suite adapter's flattened results carry them, `test_case_1`; else None) and `numbers`
+    (positions of outputs that were Python numbers, made tensors here)."""
+
+    names: list[str] | None = None
+    numbers: frozenset = frozenset()
+
+
+def flatten_outputs(value: Any, torch) -> Outputs:
     """The entry point may return a tensor, a tuple/list of tensors, or Python numbers."""
     items = list(value) if isinstance(value, (tuple, list)) else [value]
-    out = []
+    given = getattr(value, "names", None)
+    given = given if isinstance(given, list) and len(given) == len(items) else None
+    out, names, numbers = Outputs(), [], set()
     for i, item in enumerate(items):
         if item is None:  # in-place operations return nothing
             continue
         if isinstance(item, torch.Tensor):
             out.append(item)
         elif isinstance(item, (bool, int, float)):
+            numbers.add(len(out))
             out.append(torch.tensor(item, dtype=torch.float64))
         else:
             raise TypeError(f"output {i} is a {type(item).__name__}; expected a torch.Tensor")
+        names.append(str(given[i]) if given is not None else "")
+    if given is not None:
+        out.names = names
+    out.numbers = frozenset(numbers)
     return out
 
 
@@ -387,6 +404,8 @@ class LaunchCounter:
         # launch costs tens of microseconds of syscalls, which would be billed to the candidate.
         self._is_own: dict[Any, bool] = {}
         self.autotuners: weakref.WeakSet = weakref.WeakSet()
+        # while a check runs: the memory its own launches are given (provenance.KernelMemory)
+        self.memory = None
 
     def forget_tuning(self) -> int:
         """Drop every autotuner's chosen configs: the next call at each shape benchmarks its
@@ -447,12 +466,12 @@ class LaunchCounter:
 
             def run(self, *args, _original=original, **kwargs):
                 if not kwargs.get("warmup", False):
-                    counter._record(self)
+                    counter._record(self, args, kwargs)
                 return _original(self, *args, **kwargs)
 
             cls.run = run
 
-    def _record(self, jit_fn) -> None:
+    def _record(self, jit_fn, args: tuple = (), kwargs: dict | None = None) -> None:
         fn = getattr(jit_fn, "fn", None)
         code = getattr(fn, "__code__", None)
         own = self._is_own.get(code)
@@ -463,6 +482,8 @@ class LaunchCounter:
             self.own += 1
             name = fn.__name__
             self.kernels[name] = self.kernels.get(name, 0) + 1
+            if self.memory is not None:
+                self.memory.note_launch(args, kwargs or {})
         else:
             self.other += 1
 
@@ -493,6 +514,7 @@ class Harness:
             self._sync = lambda: None
         self.entry: Callable | None = None
         self.baseline: Callable | None = None
+        self._seq = 0  # the request being answered (0: the first message, unasked)
         self.counter = LaunchCounter(None)
         self.poison_outputs = False
         self.poison_byte = POISON_BYTE
@@ -527,15 +549,18 @@ class Harness:
         self.conn.send_bytes(data)
 
     def _encode(self, obj: Any) -> bytes:
-        """A reply as bytes, its tensors copied off the device (GPU work: done under the lock)."""
-        if isinstance(obj, dict) and self.share.enabled:
-            obj["gpu_lock_s"] = self.share.take_stats()
+        """A reply as bytes, its tensors copied off the device (GPU work: done under the lock),
+        numbered as the request it answers."""
+        if isinstance(obj, dict):
+            obj["seq"] = self._seq
+            if self.share.enabled:
+                obj["gpu_lock_s"] = self.share.take_stats()
         return wire.encode(obj)
 
     def _tell_waited(self, state: str) -> None:
         """The worker's timeouts measure work: it is told when this process queues for the GPU
         ("waiting") and when it has it ("got"), and stops the clock in between."""
-        self.conn.send_bytes(wire.encode({"op": "gpu_lock", "state": state}))
+        self.conn.send_bytes(wire.encode({"op": "gpu_lock", "state": state, "seq": self._seq}))
 
     def serve(self) -> None:
         self.send({"op": "ready", **self._init_device()})
@@ -547,6 +572,7 @@ class Harness:
             op = msg.get("op")
             if op == "exit":
                 return
+            self._seq = msg.get("seq", 0)
             handler = getattr(self, f"op_{op}", None)
             if handler is None:
                 self.send({"op": op, "ok": False, "error": f"unknown op {op!r}"})
@@ -738,7 +764,7 @@ class Harness:
         try:
             fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
             before = self.counter.own
-            native = flatten_outputs(fn(*args), self.torch)
+            native, from_kernel = self._reference_call(fn, args)
             launches = self.counter.own - before  # kernels of a foreign reference's own file
             meta = [{"dtype": wire.dtype_name(t.dtype), "shape": list(t.shape),
                      "nbytes": t.numel() * t.element_size()} for t in native]
@@ -749,6 +775,10 @@ class Harness:
             self._sync()
             reply = {"op": "run", "ok": True, "reference": reference, "meta": meta, "launches": launches,
                      "inputs": self._tensor_args(args)}
+            if from_kernel is not None:
+                reply["from_kernel"] = from_kernel
+            if native.names is not None:
+                reply["names"] = native.names
             if self._should_probe(item):
                 # Foreign code (a golden kernel, a user's model) may leave outputs unwritten or read
                 # memory it never initialised; it then "passes" only because fresh memory is zero.
@@ -895,33 +925,71 @@ class Harness:
         except ImportError:
             pass
 
-    def _call_candidate(self, fn: Callable, args: tuple, poison_sizes: list[int]) -> tuple[list, int, float]:
+    def _call_candidate(self, fn: Callable, args: tuple, poison_sizes: list[int]) -> tuple[Outputs, int, float, dict]:
+        """One checked call: (outputs, own launches, seconds, provenance). The provenance says
+        which outputs lie outside the memory the candidate's own kernels were given
+        (`not_from_kernel`, positions), or, for a benchmark's test function that calls the entry
+        points itself, which of those calls returned such a tensor (`foreign_calls`)."""
         self._poison_free_memory(poison_sizes)
         self.poison_outputs = True
         before = self.counter.own
+        memory = KernelMemory(self.torch)
+        self.counter.memory = memory
         start = self._perf_counter()
         try:
-            outputs = flatten_outputs(fn(*args), self.torch)
+            with tracking_copies(self.torch, memory), EntryCalls(self.entry, memory) as calls:
+                outputs = flatten_outputs(fn(*args), self.torch)
             self._sync()
         finally:
             self.poison_outputs = False
-        return outputs, self.counter.own - before, self._perf_counter() - start
+            self.counter.memory = None
+        seconds = self._perf_counter() - start
+        if calls.calls:
+            provenance = {"foreign_calls": calls.foreign[:64], "not_from_kernel": []}
+        else:
+            provenance = {"foreign_calls": [],
+                          "not_from_kernel": [i for i, t in enumerate(outputs)
+                                              if i not in outputs.numbers and not memory.holds(t)]}
+        return outputs, self.counter.own - before, seconds, provenance
+
+    def _reference_call(self, fn: Callable, args: tuple) -> tuple[Outputs, list[bool] | None]:
+        """A foreign reference's call, with which of its outputs lie in memory its own kernels
+        were given (None for a reference that launched none: a PyTorch one says nothing)."""
+        torch = self.torch
+        if self.task.reference_impl is None:
+            return flatten_outputs(fn(*args), torch), None
+        memory = KernelMemory(torch)
+        before = self.counter.own
+        self.counter.memory = memory
+        try:
+            with tracking_copies(torch, memory):
+                outputs = flatten_outputs(fn(*args), torch)
+        finally:
+            self.counter.memory = None
+        if self.counter.own == before:
+            return outputs, None
+        return outputs, [i in outputs.numbers or memory.holds(t) for i, t in enumerate(outputs)]
 
     def _run_candidate_item(self, item: dict) -> dict:
         try:
             fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
             sizes = item.get("poison_sizes", [])
-            outputs, launches, seconds = self._call_candidate(fn, args, sizes)
+            outputs, launches, seconds, provenance = self._call_candidate(fn, args, sizes)
             # Snapshot now: an output may alias an input, and the repeat call below may change both.
             reply = {"op": "run", "ok": True, "outputs": [t.detach().clone() for t in outputs],
                      "launches": launches, "seconds": seconds, "kernels": dict(self.counter.kernels),
-                     "inputs_after": [t.detach().clone() for t in self._tensor_args(args)]}
+                     "inputs_after": [t.detach().clone() for t in self._tensor_args(args)], **provenance}
+            if outputs.names is not None:
+                reply["names"] = outputs.names
             if item.get("repeat"):
                 if self.task.bind is not None:  # adapter tasks draw inputs from global RNG state: re-seed
                     fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
-                again, launches2, _ = self._call_candidate(fn, args, sizes)
+                again, launches2, _, provenance2 = self._call_candidate(fn, args, sizes)
                 reply["repeat_outputs"] = again
                 reply["repeat_launches"] = launches2
+                # what the second call did not write with its own launches (a result cached from the first)
+                reply["repeat_not_from_kernel"] = [i for i in provenance2["not_from_kernel"] if i < len(outputs)]
+                reply["repeat_foreign_calls"] = provenance2["foreign_calls"]
             return reply
         except BaseException as exc:  # noqa: BLE001 - includes SystemExit raised by the candidate
             return self._error("run", exc)
@@ -937,14 +1005,17 @@ class Harness:
             fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
             self.share.doing = f"{doing}: the call"
             undefined = probe_failed = None
+            provenance: dict[str, Any] = {}
             if self.role == "candidate":
-                outputs, launches, _ = self._call_candidate(fn, args, msg.get("poison_sizes", []))
+                outputs, launches, _, provenance = self._call_candidate(fn, args, msg.get("poison_sizes", []))
                 positions = msg["positions"]
             else:
                 before = self.counter.own
                 use64 = self.task.reference_in_float64 and self.task.reference_impl is None
-                outputs = flatten_outputs(fn(*(self._upcast(args) if use64 else args)), torch)
+                outputs, from_kernel = self._reference_call(fn, self._upcast(args) if use64 else args)
                 launches = self.counter.own - before  # kernels of a foreign reference's own file
+                if from_kernel is not None:
+                    provenance["from_kernel"] = from_kernel
                 native_meta = None
                 if use64:  # the expected dtype comes from a native run
                     native = flatten_outputs(fn(*args), torch)
@@ -975,7 +1046,9 @@ class Harness:
             reply = {"op": "spot", "ok": True, "samples": samples, "positions": positions,
                      "nan_counts": nan_counts, "meta": metas, "launches": launches,
                      # the configurations checked: timing must use checked ones
-                     "tuned": self.counter.tuned_configs()}
+                     "tuned": self.counter.tuned_configs(), **provenance}
+            if outputs.names is not None:
+                reply["names"] = outputs.names
             if undefined is not None:
                 # sampled positions whose reference value is undefined, and how many undefined
                 # positions each output has (the candidate may hold NaN there)
@@ -1218,6 +1291,11 @@ class Harness:
             self.send({"op": "retune", "ok": True, "autotuners": self.counter.forget_tuning()})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("retune", exc))
+
+    def op_sync(self, msg: dict) -> None:
+        """Answered last, before a verdict: a reply the candidate wrote on the channel itself and
+        that is still unread shows up here as one numbered out of turn."""
+        self.send({"op": "sync", "ok": True})
 
     def op_perf_release(self, msg: dict) -> None:
         self.perf_sets = []

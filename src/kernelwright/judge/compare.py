@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .verdict import output_name
+
 
 @dataclass
 class Mismatch:
@@ -181,12 +183,14 @@ def _compare_exact(out: torch.Tensor, ref: torch.Tensor, what: str) -> Mismatch:
 
 
 def compare_outputs(outs: list[torch.Tensor], refs: list[torch.Tensor], metas: list[dict[str, Any]],
-                    tolerance_for) -> Mismatch:
-    """Check count, shape and dtype against the native-dtype reference, then values."""
+                    tolerance_for, names: list[str] | None = None) -> Mismatch:
+    """Check count, shape and dtype against the native-dtype reference, then values. A failure
+    names the output as the task's own test does where `names` says (a TritonBench-T result key,
+    `test_case_1`), else by its position."""
     if len(outs) != len(refs):
         return Mismatch(False, f"returned {len(outs)} output(s); expected {len(refs)}", kind=WRONG_SHAPE_DTYPE)
     for i, (out, ref, meta) in enumerate(zip(outs, refs, metas)):
-        what = "output" if len(outs) == 1 else f"output {i}"
+        what = output_name(i, names, len(outs))
         got_dtype = str(out.dtype).removeprefix("torch.")
         if list(out.shape) != list(meta["shape"]):
             return Mismatch(False, f"{what}: wrong shape {list(out.shape)}, expected {meta['shape']}",

@@ -42,6 +42,7 @@ class FailureKind(str, Enum):
     UNWRITTEN_OUTPUT = "unwritten_output"      # poisoned memory (0xFF bytes) read back
     MUTATED_INPUT = "mutated_input"
     NO_KERNEL_LAUNCH = "no_kernel_launch"      # its own Triton kernels never launched
+    OUTPUT_NOT_FROM_KERNEL = "output_not_from_kernel"  # an output no launch of its own kernels was given
     CACHED_RESULT = "cached_result"            # a later call launched nothing
     NONDETERMINISTIC = "nondeterministic"
     TIMING_CHEAT = "timing_cheat"              # escaping the timed stream, below the roofline
@@ -53,6 +54,14 @@ class FailureKind(str, Enum):
 
 
 FAILURE_KINDS = tuple(k.value for k in FailureKind)
+
+
+def output_name(i: int, names: list[str] | None, n: int) -> str:
+    """How a failure names output `i` of `n`: what the task's own test calls it (a TritonBench-T
+    result key, `test_case_2[0]`), else "output" when there is one, else "output i"."""
+    if names and i < len(names) and isinstance(names[i], str) and names[i]:
+        return names[i][:200]
+    return "output" if n == 1 else f"output {i}"
 
 
 def default_kind(stage: str) -> str:

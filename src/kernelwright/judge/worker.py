@@ -24,11 +24,13 @@ import sys
 import tempfile
 import time
 import traceback
+from collections import deque
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from .gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
+from .verdict import output_name
 
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
@@ -90,6 +92,31 @@ def define_undefined(outputs: list, references: list, masks: list) -> list:
     return result
 
 
+def not_from_kernel_problem(not_from_kernel: list[int], ref_from_kernel: list[bool] | None,
+                            names: list[str] | None, n: int, foreign_calls: list[str] = ()):
+    """(reason, detail, kind) when an output the candidate returned was not written by its own
+    Triton kernels: its memory was given to none of the launches of a kernel defined in its file
+    during the call (the candidate child reports which: `not_from_kernel`). Where a foreign
+    reference's own kernels launched but left one of its outputs to other code (a benchmark's
+    test that returns a value it computed with torch), that output is not required of the
+    candidate either (`ref_from_kernel`); a reference that launched no kernel of its own (PyTorch)
+    says nothing, and every output is required. `foreign_calls`: a benchmark's test function
+    called an entry point that returned such a tensor (TritonBench-T). None when nothing is wrong."""
+    if foreign_calls:
+        listed = "; ".join(foreign_calls[:4]) + (f"; and {len(foreign_calls) - 4} more" if len(foreign_calls) > 4 else "")
+        return (f"the test's {listed} returned a tensor that the candidate's own Triton kernels did not write: "
+                "no launch of a kernel defined in its file was given that memory during the call (computed with "
+                "torch next to a token launch?)", {"foreign_calls": list(foreign_calls)}, "output_not_from_kernel")
+    required = set(range(n)) if ref_from_kernel is None else {i for i, own in enumerate(ref_from_kernel) if own}
+    bad = [i for i in not_from_kernel if i in required]
+    if not bad:
+        return None
+    what = ", ".join(output_name(i, names, n) for i in bad[:4]) + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+    return (f"{what} {'was' if len(bad) == 1 else 'were'} not written by the candidate's own Triton kernels: no "
+            "launch of a kernel defined in its file was given that memory during the call (computed with torch "
+            "next to a token launch?)", {"not_from_kernel": bad}, "output_not_from_kernel")
+
+
 class ChildFailure(Exception):
     """A child did not answer: it timed out, died, or sent something unreadable."""
 
@@ -101,7 +128,15 @@ class ChildFailure(Exception):
 
 
 class ChildProcess:
-    """A forked child and the worker's end of its private pipe."""
+    """A forked child and the worker's end of its private pipe.
+
+    Every request carries a sequence number that its replies echo; `recv` matches each reply to
+    the oldest request not yet answered (its op and number), so a frame the candidate wrote on
+    the pipe itself (an unsolicited "ok", a reply to a request never sent) is that child's
+    protocol failure instead of being read as the answer to the next request."""
+
+    # (seq, op) of the requests sent and not yet answered; None for a child played by a test
+    pending: deque | None = None
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -122,14 +157,29 @@ class ChildProcess:
         self.info: dict[str, Any] | None = None
         self.alive = True
         self.stopped = False
+        self.seq = 0
+        self.pending = deque([(0, "ready")])  # the child's first message, unasked
 
     # -- messaging ---------------------------------------------------------------------------
     def ready(self, timeout: float) -> dict:
+        from .messages import MessageError, Ready, parse_reply
+
         if self.info is None:
-            self.info = self.recv(timeout, "starting")
+            try:
+                reply = parse_reply(self.recv(timeout, "starting"), "ready", self.role)
+                if not isinstance(reply, Ready):
+                    raise MessageError("the child's first message is not its description")
+            except MessageError as exc:
+                self.kill()
+                raise ChildFailure("protocol", f"unreadable reply while starting: {exc}", self.log_tail()) from None
+            self.info = reply.info()
         return self.info
 
     def send(self, msg: dict) -> None:
+        if self.pending is not None and msg.get("op") != "exit":
+            self.seq += 1
+            msg = dict(msg, seq=self.seq)
+            self.pending.append((self.seq, msg.get("op")))
         try:
             self.conn.send(msg)
         except (BrokenPipeError, ConnectionResetError, OSError):
@@ -182,10 +232,25 @@ class ChildProcess:
                     waiting_since = None
                 continue
             break
+        if self.pending is not None:
+            self._match(reply, doing)
         stats = reply.pop("gpu_lock_s", None) if isinstance(reply, dict) else None
         if isinstance(stats, dict) and self.on_lock_stats is not None:
             self.on_lock_stats(stats)
         return reply
+
+    def _match(self, reply: Any, doing: str) -> None:
+        """The reply must answer the oldest request still unanswered: same op, same number."""
+        if not self.pending:
+            problem = "a reply to no request"
+        else:
+            seq, op = self.pending.popleft()
+            got = (reply.get("seq"), reply.get("op")) if isinstance(reply, dict) else (None, None)
+            problem = None if got == (seq, op) else (
+                f"a reply numbered {str(got[0])[:20]} ({str(got[1])[:40]}) where request {seq} ({op}) was due")
+        if problem:
+            self.kill()
+            raise ChildFailure("protocol", f"unreadable reply while {doing}: {problem}", self.log_tail())
 
     def request(self, msg: dict, timeout: float, doing: str) -> dict:
         self.send(msg)
@@ -336,7 +401,13 @@ class CaseNotOfTask(CaseSkipped):
 
 
 class JudgeError(Exception):
-    """The judge cannot decide (for instance the task's own reference fails)."""
+    """The judge cannot decide (for instance the task's own reference fails). `kind` is the
+    FailureKind of the reference's own failure where its reply said (out_of_memory: judged again
+    with the GPU to itself), else ""."""
+
+    def __init__(self, reason: str, kind: str = "") -> None:
+        super().__init__(reason)
+        self.kind = kind
 
 
 def classify_error(text: str) -> str:
@@ -364,10 +435,13 @@ OUT_OF_MEMORY_CODE = 2  # cudaErrorMemoryAllocation and hipErrorOutOfMemory (tor
 CHILD_FAILURE_KINDS = {"timeout": "timeout", "crash": "crash", "protocol": "protocol_error"}
 
 
-def error_kind(reply: dict, importing: bool) -> str:
-    """The FailureKind of an error reply from a candidate child, from its structured fields only
-    (the exception's class names, the device's error code, whether the GPU context is broken);
-    the message is the candidate's to write and is never read here."""
+def error_kind(reply, importing: bool) -> str:
+    """The FailureKind of an error reply from a candidate child (a `messages.ErrorReply`, or its
+    fields as a dict), from its structured fields only (the exception's class names, the device's
+    error code, whether the GPU context is broken); the message is the candidate's to write and is
+    never read here."""
+    if not isinstance(reply, dict):
+        reply = vars(reply)
     types = reply.get("error_types")
     types = [t for t in types if isinstance(t, str)] if isinstance(types, list) else []
     if reply.get("device_fault") is True:
@@ -420,6 +494,9 @@ class Worker:
         self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
         self._longest_hold: tuple[float, str] = (0.0, "")
         self._ref_launches = 0
+        # whether the last verdict failed for want of memory, on either side (the failure's kind,
+        # from the exception class a child reported: never the words of a reason)
+        self._ran_out_of_memory = False
         # This worker holds the GPU exclusively (a timing turn, or a whole task judged alone after
         # running out of memory): its children then take no lock themselves.
         self._exclusive_held = False
@@ -551,17 +628,22 @@ class Worker:
         if child is None or not child.alive:
             child = self._fork("reference", task)
         child.task = task
+        from .messages import ErrorReply, MessageError, parse_reply
+
         try:
             child.ready(timeout)
             # foreign reference code may touch the GPU at import: loaded under the shared lock
-            reply = child.request({"op": "load", "task_ref": task.ref, "baseline_path": baseline_path,
-                                   "gpu_lock": self._share_gpu},
-                                  timeout, "loading the reference")
+            reply = parse_reply(child.request({"op": "load", "task_ref": task.ref, "baseline_path": baseline_path,
+                                               "gpu_lock": self._share_gpu},
+                                              timeout, "loading the reference"), "load", "reference")
         except ChildFailure as exc:
             raise JudgeError(f"the reference process failed: {exc.reason}\n{exc.log_tail}") from None
-        if not reply.get("ok"):
+        except MessageError as exc:
             child.close()
-            raise JudgeError(f"the reference failed to load: {reply.get('error')}\n{reply.get('traceback', '')}")
+            raise JudgeError(f"the reference process sent an unreadable reply while loading: {exc}") from None
+        if isinstance(reply, ErrorReply):
+            child.close()
+            raise JudgeError(f"the reference failed to load: {reply.error}\n{reply.traceback}", error_kind(reply, True))
         self.references[key] = child
         return child
 
@@ -584,7 +666,7 @@ class Worker:
         started = time.monotonic()
         trace(task.name, f"judging {request['candidate_path']}")
         result = self._judge_probing(task, request)
-        if self.device != "cpu" and "out of memory" in (result.get("reason") or "").lower():
+        if self.device != "cpu" and self._ran_out_of_memory:
             # Other workers' processes hold GPU memory while checks share the GPU: a task that ran
             # out of it is judged again with the GPU to itself (a real excess fails again).
             self._close_references()
@@ -615,6 +697,7 @@ class Worker:
         from .verdict import JUDGE_ERROR, PASSED, Verdict
 
         opts = dict(request["options"], probe=task.ref not in self.no_probe)
+        self._ran_out_of_memory = False
         self._probe_failures = []
         self._perf_bytes = {}
         self._spot_tuned = {}
@@ -650,6 +733,9 @@ class Worker:
                 verdict.stage = "performance"
                 checked = self._check_perf_cases(task, ref, cand, verdict, opts)
                 self._run_performance(task, ref, cand, verdict, opts, checked)
+            # Every reply read was the one due: a frame the candidate wrote on the channel itself and
+            # left unread would answer this request instead.
+            self._ask(cand, {"op": "sync"}, opts["case_timeout"], "finishing", "performance" if measure else "correctness")
             if self._probe_failures:
                 verdict.flags.append("the reference failed on poisoned memory, so it was not fully probed for "
                                      f"outputs it leaves unwritten ({self._probe_failures[0]})")
@@ -659,6 +745,7 @@ class Worker:
         except ProbeFailed:
             raise
         except CaseFailed as failure:
+            self._ran_out_of_memory = failure.kind == "out_of_memory"
             verdict.stage, verdict.reason, verdict.kind = failure.stage, failure.reason, failure.kind
             verdict.detail, verdict.log_tail = failure.detail, failure.log_tail or verdict.log_tail
             if failure.stage == "performance":
@@ -670,6 +757,7 @@ class Worker:
             if (self._probe_failures or self._probed) and opts.get("probe", True):
                 raise ProbeFailed(self._probe_failures[0] if self._probe_failures else
                                   f"after a probe: {str(exc).splitlines()[0][:300]}") from None
+            self._ran_out_of_memory = exc.kind == "out_of_memory"
             verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, str(exc).splitlines()[0], JUDGE_ERROR
             verdict.detail = str(exc)
         except Exception as exc:  # noqa: BLE001 - a bug in the judge must not lose the verdict
@@ -707,20 +795,36 @@ class Worker:
         """Send one request and return the reply. A failing candidate becomes a `CaseFailed` for
         `stage`; a failing reference becomes a `JudgeError` (not the candidate's fault)."""
         try:
-            reply = child.request(msg, timeout, doing)
+            raw = child.request(msg, timeout, doing)
         except ChildFailure as exc:
             raise self._failure(child, stage, doing, exc.reason, exc.kind, log_tail=exc.log_tail) from None
-        if not reply.get("ok"):
-            raise self._failure(child, stage, doing, reply.get("error", "unknown error"), "error",
-                                detail=reply.get("traceback", ""), reply=reply)
+        return self._parsed(child, raw, msg["op"], doing, stage)
+
+    def _parsed(self, child: ChildProcess, raw: Any, op: str, doing: str, stage: str,
+                errors: bool = False):
+        """The typed message of `child`'s reply `raw` to a request `op`. A malformed one is the
+        child's protocol failure (the child is killed); an error reply raises its failure, unless
+        `errors`, which returns it."""
+        from .messages import ErrorReply, MessageError, parse_reply
+
+        try:
+            reply = parse_reply(raw, op, child.role)
+        except MessageError as exc:
+            kill = getattr(child, "kill", None)
+            if kill is not None:
+                kill()
+            raise self._failure(child, stage, doing, f"unreadable reply: {exc}", "protocol") from None
+        if isinstance(reply, ErrorReply) and not errors:
+            raise self._failure(child, stage, doing, reply.error, "error", detail=reply.traceback, reply=reply)
         return reply
 
     @staticmethod
     def _failure(child: ChildProcess, stage: str, doing: str, error: str, kind: str,
-                 detail: str = "", log_tail: str = "", reply: dict | None = None) -> Exception:
+                 detail: str = "", log_tail: str = "", reply=None) -> Exception:
         log_tail = log_tail or child.log_tail()
         if child.role == "reference":  # its log tail says why (a crash leaves no traceback in the reply)
-            return JudgeError(f"the task's reference failed while {doing}: {error}\n{detail}{log_tail}")
+            return JudgeError(f"the task's reference failed while {doing}: {error}\n{detail}{log_tail}",
+                              error_kind(reply, False) if kind == "error" and reply is not None else "")
         if kind == "timeout":
             reason = f"{error} (an infinite loop in host code, or a kernel that never terminates?)"
         elif kind == "error":
@@ -736,12 +840,13 @@ class Worker:
             from .verdict import filter_traceback
 
             detail = filter_traceback(detail, lambda path: not is_judge_frame(path), "judge")
-        failure = (error_kind(reply or {}, doing == "importing the candidate") if kind == "error"
+        failure = (error_kind(reply if reply is not None else {}, doing == "importing the candidate") if kind == "error"
                    else CHILD_FAILURE_KINDS.get(kind, "crash"))
         return CaseFailed(stage, reason, detail=detail, log_tail=log_tail, kind=failure)
 
     def _run_call_and_correctness(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts) -> None:
         from .compare import compare_outputs, identical
+        from .messages import ReferenceRun, Skipped
         from .verdict import CaseResult
 
         started = time.monotonic()
@@ -776,23 +881,23 @@ class Worker:
         results: dict[int, CaseResult] = {}
         n = 0  # items compared so far: the first one is the call
 
-        def reference(j: int, label: str, stage: str, probe: bool) -> dict:
+        def reference(j: int, label: str, stage: str, probe: bool) -> ReferenceRun | Skipped:
             timeout = opts["call_timeout"] if n == 0 else opts["case_timeout"]
             doing = f"computing the reference for {label}"
             try:
                 # the reference's first item compiles its kernels: it gets the call's timeout
-                expected = stream.probe(j, timeout, doing) if probe else stream.reply(j, timeout, doing)
+                raw = stream.probe(j, timeout, doing) if probe else stream.reply(j, timeout, doing)
             except ChildFailure as exc:
                 stream.outstanding.clear()
                 raise self._failure(ref, stage, f"computing {label}", exc.reason, exc.kind,
                                     log_tail=exc.log_tail) from None
-            self._ref_launches += int(expected.get("launches") or 0)
-            undefined = sum(int(m.sum()) for m in expected.get("undefined") or [] if m is not None)
-            where = f"case {cases[items[j]['case']].label}"
-            self._take_probe_report(verdict, expected, "undefined" in expected, undefined, where)
-            if not expected.get("ok"):
-                raise self._failure(ref, stage, f"computing {label}", expected.get("error", ""), "error",
-                                    detail=expected.get("traceback", ""))
+            expected = self._parsed(ref, raw, "run", f"computing {label}", stage)
+            if isinstance(expected, ReferenceRun):
+                self._ref_launches += expected.launches
+                undefined = sum(int(m.sum()) for m in expected.undefined or [] if m is not None)
+                where = f"case {cases[items[j]['case']].label}"
+                self._take_probe_report(verdict, expected.probe_failed, expected.undefined is not None,
+                                        undefined, where)
             return expected
 
         try:
@@ -802,13 +907,13 @@ class Worker:
                 mark = time.monotonic()
                 expected = reference(j, label, stage, False)
                 ref_s = time.monotonic() - mark
-                if "skipped" in expected:  # the task's own test skips this input (pytest.skip)
+                if isinstance(expected, Skipped):  # the task's own test skips this input (pytest.skip)
                     if item["case"] not in results:
                         results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), None,
-                                                           f"skipped by the task's own test: {expected['skipped']}")
+                                                           f"skipped by the task's own test: {expected.skipped}")
                         verdict.cases.append(results[item["case"]])
                     continue
-                item = dict(item, poison_sizes=[m["nbytes"] for m in expected["meta"]])
+                item = dict(item, poison_sizes=[m.nbytes for m in expected.meta])
                 mark = time.monotonic()
                 got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": self._share_gpu},
                                 opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
@@ -816,16 +921,17 @@ class Worker:
                 if n == 0:
                     verdict.call = True
                     verdict.stage_seconds["call"] = round(time.monotonic() - started, 3)
-                verdict.kernels = got.get("kernels", {})
+                verdict.kernels = dict(got.kernels)
                 problem = self._check_item(task, expected, got, compare_outputs, identical)
-                if problem is not None and probing and got["launches"] >= 1:
+                if problem is not None and probing and got.launches >= 1 and problem[2] != "output_not_from_kernel":
                     # Same seed: compared again with the positions the reference leaves undefined
                     # (unwritten, uninitialised reads) set aside.
                     probed = reference(j, label, stage, True)
-                    problem = self._check_item(task, probed, got, compare_outputs, identical)
-                    if problem is not None and probed.get("probe_failed"):
-                        problem = (f"{problem[0]} (the reference failed on poisoned memory, so it was not probed "
-                                   f"for outputs it leaves undefined: {probed['probe_failed']})", *problem[1:])
+                    if isinstance(probed, ReferenceRun):
+                        problem = self._check_item(task, probed, got, compare_outputs, identical)
+                        if problem is not None and probed.probe_failed:
+                            problem = (f"{problem[0]} (the reference failed on poisoned memory, so it was not probed "
+                                       f"for outputs it leaves undefined: {probed.probe_failed})", *problem[1:])
                 trace(task.name, f"{label}: reference {ref_s:.2f} s (waited for), candidate {cand_s:.2f} s, "
                                  f"checks {time.monotonic() - mark:.2f} s{'' if problem is None else ', FAILED'}")
                 result = results.get(item["case"])
@@ -834,8 +940,8 @@ class Worker:
                                                                 launches=0, seconds=0.0)
                     verdict.cases.append(result)
                 result.seeds.append(item["seed"])
-                result.launches += got["launches"]
-                result.seconds = round(result.seconds + got["seconds"], 6)
+                result.launches += got.launches
+                result.seconds = round(result.seconds + got.seconds, 6)
                 n += 1
                 if problem is not None:
                     reason, detail, kind = problem
@@ -859,35 +965,46 @@ class Worker:
         except ChildFailure:
             ref.close()
 
-    def _check_item(self, task, expected: dict, got: dict, compare_outputs, identical):
+    def _check_item(self, task, expected, got, compare_outputs, identical):
         """Return None if the candidate's outputs for one (case, seed) are acceptable, else
-        (reason, detail, FailureKind value)."""
-        if got["launches"] < 1:
+        (reason, detail, FailureKind value). `expected` is the reference's `ReferenceRun`,
+        `got` the candidate's `CandidateRun`."""
+        if got.launches < 1:
             return ("the candidate's own Triton kernels were never launched (did it compute with torch?)", {},
                     "no_kernel_launch")
-        pristine, after = expected["inputs"], got["inputs_after"]
+        pristine, after = expected.inputs, got.inputs_after
         for i, (a, b) in enumerate(zip(pristine, after)):
             if i not in task.mutable_args and not identical([a], [b]):
                 return (f"modified its input tensor #{i}; inputs must be left unchanged", {}, "mutated_input")
-        masks = expected.get("undefined") or []
-        outputs = define_undefined(got["outputs"], expected["reference"], masks)
-        result = compare_outputs(outputs, expected["reference"], expected["meta"], task.tolerance_for)
+        masks = expected.undefined or []
+        names = expected.names or got.names
+        outputs = define_undefined(got.outputs, expected.reference, masks)
+        result = compare_outputs(outputs, expected.reference, [m.as_dict() for m in expected.meta],
+                                 task.tolerance_for, names=names)
         if not result.ok:
             varied = sum(int(m.sum()) for m in masks if m is not None)
             return (result.reason + reference_varies_note(varied), result.detail, result.kind or "wrong_values")
-        if "repeat_outputs" in got:
-            again = define_undefined(got["repeat_outputs"], expected["reference"], masks)
-            got = dict(got, outputs=outputs)
-            if got.get("repeat_launches", 0) < 1:
-                return ("the second call on the same inputs launched no kernel (cached result?)", {}, "cached_result")
+        if got.repeat_outputs is not None and got.repeat_launches < 1:
+            return ("the second call on the same inputs launched no kernel (cached result?)", {}, "cached_result")
+        problem = not_from_kernel_problem(got.not_from_kernel, expected.from_kernel, names, len(outputs),
+                                          got.foreign_calls)
+        if problem is not None:
+            return problem
+        again_problem = not_from_kernel_problem(got.repeat_not_from_kernel, expected.from_kernel, names,
+                                                len(outputs), got.repeat_foreign_calls)
+        if again_problem is not None:
+            return ("the second call on the same inputs returned memory that its own launches were not given "
+                    f"(a result cached from the first call?): {again_problem[0]}", again_problem[1], "cached_result")
+        if got.repeat_outputs is not None:
+            again = define_undefined(got.repeat_outputs, expected.reference, masks)
             if task.deterministic:
-                if not identical(again, got["outputs"]):
+                if not identical(again, outputs):
                     return ("two runs on the same inputs are not bitwise identical, but the task is "
                             "deterministic (a race or nondeterministic reduction?)", {}, "nondeterministic")
             else:
                 metas = [{"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
-                         for t in got["outputs"]]
-                rerun = compare_outputs(again, got["outputs"], metas, task.tolerance_for)
+                         for t in outputs]
+                rerun = compare_outputs(again, outputs, metas, task.tolerance_for, names=names)
                 if not rerun.ok:
                     return ("two runs on the same inputs disagree (a race condition?): " + rerun.reason,
                             rerun.detail, "nondeterministic")
@@ -925,19 +1042,21 @@ class Worker:
             except (CaseFailed, JudgeError) as exc:
                 # Other workers' processes hold GPU memory during the shared phase: a shape that
                 # does not fit now is checked again while this worker has the GPU to itself.
-                if "out of memory" not in str(exc).lower():
+                # (Chosen by the failure's kind, from the exception class the child reported,
+                # never by the words of its message.)
+                if exc.kind != "out_of_memory" or self._exclusive_held:
                     raise
                 checked[pi] = None
         verdict.stage_seconds["perf_check"] = round(sum(v for v in checked.values() if v), 3)
         return checked
 
-    def _take_probe_report(self, verdict, expected: dict, probed: bool, undefined: int, where: str) -> None:
+    def _take_probe_report(self, verdict, probe_failed: str | None, probed: bool, undefined: int, where: str) -> None:
         """What a reference reply says about its probes: one that failed, whether one ran (a later
         reference failure may be its doing), and how many output positions are undefined. One
         flag for test cases and one for perf cases (the first found): the reference's own output
         is partly undefined, so the candidate is compared on the rest only."""
-        if expected.get("probe_failed"):
-            self._probe_failures.append(expected["probe_failed"])
+        if probe_failed:
+            self._probe_failures.append(probe_failed)
         self._probed = self._probed or probed
         if not undefined:
             return
@@ -952,33 +1071,34 @@ class Worker:
         probing runs it twice more at perf size, and a suite's references are mostly well behaved
         (the probes tripled the reference's share of the perf-size checks)."""
         from .compare import compare_tensor
+        from .messages import ReferenceSpot, Skipped
 
         label = f"perf case {task.perf_cases[pi].label}"
         seed = self._perf_seed(verdict, pi)
         timeout = opts["perf_timeout"]
 
-        def reference(probe: bool) -> dict:
+        def reference(probe: bool) -> ReferenceSpot:
             expected = self._ask(ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
                                        "probe": probe, "gpu_lock": self._share_gpu},
                                  timeout, f"computing {label}", "performance")
-            if "skipped" in expected:
-                raise CaseSkipped(expected["skipped"])
-            self._take_probe_report(verdict, expected, "undefined_counts" in expected,
-                                    sum(expected.get("undefined_counts") or []), label)
+            if isinstance(expected, Skipped):
+                raise CaseSkipped(expected.skipped)
+            self._take_probe_report(verdict, expected.probe_failed, expected.undefined_counts is not None,
+                                    sum(expected.undefined_counts or []), label)
             return expected
 
         probing = bool(opts.get("probe", True)) and task.reference_impl is not None
         mark = time.monotonic()
         expected = reference(False)
         ref_s, mark = time.monotonic() - mark, time.monotonic()
-        if task.reference_impl is not None and self._ref_launches > 0 and expected.get("launches") == 0:
+        if task.reference_impl is not None and self._ref_launches > 0 and expected.launches == 0:
             raise CaseNotOfTask("not timed: the benchmark's perf test never runs the task's own kernels here (the "
                                 "reference launched its kernels in the tests, none in this perf case)")
-        got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected["positions"],
-                               "poison_sizes": [m["nbytes"] for m in expected["native_meta"]],
+        got = self._ask(cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected.positions,
+                               "poison_sizes": [m.nbytes for m in expected.native_meta],
                                "gpu_lock": self._share_gpu},
                         timeout, f"running {label}", "performance")
-        self._spot_tuned[pi] = got.get("tuned") or {}
+        self._spot_tuned[pi] = dict(got.tuned)
         trace(task.name, f"{label} at perf size: reference {ref_s:.2f} s, candidate {time.monotonic() - mark:.2f} s")
         try:
             self._check_spot(task, label, expected, got, compare_tensor)
@@ -989,7 +1109,7 @@ class Worker:
             # the positions the reference leaves undefined (unwritten, uninitialised reads) set aside.
             expected = reference(True)
             self._check_spot(task, label, expected, got, compare_tensor)
-        self._perf_bytes[pi] = sum(m["nbytes"] for m in expected["native_meta"])
+        self._perf_bytes[pi] = sum(m.nbytes for m in expected.native_meta)
 
     def _run_performance(self, task, ref: ChildProcess, cand: ChildProcess, verdict, opts,
                          checked: dict[int, float | None]) -> None:
@@ -1009,7 +1129,7 @@ class Worker:
             with self._timing_turn(verdict), self._alone_with(cand, opts):
                 # autotuning choices made next to other workers are dropped: tuned again, alone
                 retuned = {who: self._ask(side, {"op": "retune"}, timeout, "resetting autotuners",
-                                          "performance")["autotuners"]
+                                          "performance").autotuners
                            for who, side in (("ref", ref), ("cand", cand))}
                 # Largest outputs first: an autotuner whose key leaves out the size keeps the config
                 # it picks on the first shape timed, and on a tiny shape that pick is noise (two
@@ -1046,7 +1166,7 @@ class Worker:
         try:
             check()
         except (CaseFailed, JudgeError) as exc:
-            if "out of memory" not in str(exc).lower() or self._exclusive_held:
+            if exc.kind != "out_of_memory" or self._exclusive_held:
                 raise
             with self._exclusive(task.name), self._alone_with(cand, opts):
                 check()
@@ -1076,48 +1196,49 @@ class Worker:
         ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
         cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
         # Both sides get the same GPU-side pad before each timed call (the larger host need).
-        pad_ms = max(ref_prep.get("pad_ms", 0.0), cand_prep.get("pad_ms", 0.0))
+        pad_ms = max(ref_prep.pad_ms, cand_prep.pad_ms)
         marks.append(time.monotonic())
-        if cand_prep["warmup_launches"] < cand_prep["warmup_calls"]:
-            raise CaseFailed(stage, f"{label}: {cand_prep['warmup_launches']} kernel launches in "
-                             f"{cand_prep['warmup_calls']} warm-up calls (results cached across calls?)",
+        if cand_prep.warmup_launches < cand_prep.warmup_calls:
+            raise CaseFailed(stage, f"{label}: {cand_prep.warmup_launches} kernel launches in "
+                             f"{cand_prep.warmup_calls} warm-up calls (results cached across calls?)",
                              kind="cached_result")
         # one timed call costs the kernel plus the L2 flush and the pad before it
-        est = max(ref_prep["est_ms"], cand_prep["est_ms"], 1e-3) + ref_prep.get("flush_ms", 0.0) + pad_ms
+        est = max(ref_prep.est_ms, cand_prep.est_ms, 1e-3) + ref_prep.flush_ms + pad_ms
         # At least one input set is used twice per block: a result cached by address is caught.
         # (Each side makes as many sets as fit its memory budget.) Calls longer than a block need
         # no more than two: both on one set (block b uses set b), so the reuse is still there and
         # the sets still rotate, from block to block. Cycling every set in every block cost twice
         # the exclusive time for nothing (attention_forward_triton: 16 s of one 28 s turn, on 4
         # calls of 0.5 s per block).
-        sets = max(ref_prep.get("sets", opts["perf_input_sets"]), cand_prep.get("sets", opts["perf_input_sets"]))
+        sets = max(opts["perf_input_sets"] if ref_prep.sets is None else ref_prep.sets,
+                   opts["perf_input_sets"] if cand_prep.sets is None else cand_prep.sets)
         slow = est >= opts["block_ms"]
         n = 2 if slow else int(min(opts["max_calls_per_block"],
                                    max(opts["min_calls_per_block"], sets + 1, math.ceil(opts["block_ms"] / est))))
         # Both gaps hold the same host round trip (sync, record); what is left is device work
         # the candidate's timed events did not cover.
-        gap_limit = opts["escape_ms"] + 0.25 * cand_prep["est_ms"]
-        ref_gap, cand_gap = ref_prep["gap_ms"], cand_prep["gap_ms"]
+        gap_limit = opts["escape_ms"] + 0.25 * cand_prep.est_ms
+        ref_gap, cand_gap = ref_prep.gap_ms, cand_prep.gap_ms
         # Short calls get more tries: a try costs milliseconds there, and a late wake-up (tens of
         # microseconds) is the size of their limit (fused_recurrent_retention, against itself, failed
         # at 0.026 and 0.036 ms excess in two H200 suite runs with 3 tries; it passed in earlier runs).
-        tries = GAP_TRIES_SHORT if max(ref_prep["est_ms"], cand_prep["est_ms"]) < 1.0 else GAP_TRIES
+        tries = GAP_TRIES_SHORT if max(ref_prep.est_ms, cand_prep.est_ms) < 1.0 else GAP_TRIES
         for _ in range(tries):
             if cand_gap - ref_gap <= gap_limit:
                 break
             # The gap ends when the host wakes from a sync: under CPU load (other workers compiling)
             # a clean call can look late (A/A runs saw 0.02-0.03 ms). Hidden work is there every
             # time, jitter is not: measure again, interleaved, and keep each side's cleanest reading.
-            ref_gap = min(ref_gap, self._ask(ref, {"op": "gaps", "n": 5}, timeout, label, stage)["gap_ms"])
-            cand_gap = min(cand_gap, self._ask(cand, {"op": "gaps", "n": 5}, timeout, label, stage)["gap_ms"])
+            ref_gap = min(ref_gap, self._ask(ref, {"op": "gaps", "n": 5}, timeout, label, stage).gap_ms)
+            cand_gap = min(cand_gap, self._ask(cand, {"op": "gaps", "n": 5}, timeout, label, stage).gap_ms)
         gap_excess = cand_gap - ref_gap
         if gap_excess > gap_limit:
-            readings = (2 if cand_prep.get("slow") else 5) + 5 * tries
+            readings = (2 if cand_prep.slow else 5) + 5 * tries
             raise CaseFailed(stage, f"{label}: work kept running {gap_excess:.3f} ms after the timed stream "
                              f"finished, the least of {readings} readings on each side (side streams or threads "
                              "escaping the timer)", kind="timing_cheat")
         child_s = {f"{who}_{k}": v for who, prep in (("ref", ref_prep), ("cand", cand_prep))
-                   for k, v in prep.get("phase_s", {}).items()}
+                   for k, v in prep.phase_s.items()}
 
         def time_blocks(round_no: int) -> tuple[list, list]:
             ref_blocks, cand_blocks = [], []
@@ -1132,11 +1253,14 @@ class Worker:
                                           timeout, f"timing {label}", stage)
                     finally:
                         other.resume()
-                    if side is cand and block["launches"] < n:
-                        raise CaseFailed(stage, f"{label}: only {block['launches']} kernel launches in {n} "
+                    if len(block.times_ms) != n:
+                        raise self._failure(side, stage, f"timing {label}", f"unreadable reply: {len(block.times_ms)} "
+                                            f"times for {n} timed calls", "protocol")
+                    if side is cand and block.launches < n:
+                        raise CaseFailed(stage, f"{label}: only {block.launches} kernel launches in {n} "
                                          "timed calls (results cached across calls?)", kind="cached_result")
-                    blocks.append(block["times_ms"])
-                    for k, v in block.get("phase_s", {}).items():
+                    blocks.append(block.times_ms)
+                    for k, v in block.phase_s.items():
                         child_s[f"block_{k}"] = round(child_s.get(f"block_{k}", 0.0) + v, 4)
             return ref_blocks, cand_blocks
 
@@ -1150,7 +1274,7 @@ class Worker:
             ref_blocks, cand_blocks = time_blocks(rounds)
             disturbed = [who for who, prep, blocks in (("reference", ref_prep, ref_blocks),
                                                        ("candidate", cand_prep, cand_blocks))
-                         if not prep.get("host_sync") and block_spread(blocks) > BLOCK_SPREAD_LIMIT]
+                         if not prep.host_sync and block_spread(blocks) > BLOCK_SPREAD_LIMIT]
             if not disturbed or rounds == RETIME_ROUNDS:
                 break
             rounds += 1
@@ -1171,9 +1295,8 @@ class Worker:
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                     "escape_gap_ms": {"ref": ref_gap, "cand": cand_gap},
                                     "pad_ms": pad_ms, "autotuners_reset": retuned,
-                                    "host_sync": {"ref": ref_prep.get("host_sync", False),
-                                                  "cand": cand_prep.get("host_sync", False)},
-                                    "tuned": {"ref": ref_prep.get("tuned", {}), "cand": cand_prep.get("tuned", {})},
+                                    "host_sync": {"ref": ref_prep.host_sync, "cand": cand_prep.host_sync},
+                                    "tuned": {"ref": ref_prep.tuned, "cand": cand_prep.tuned},
                                     "timed_again": rounds, "unsteady": disturbed,
                                     "phase_s": phases, "child_phase_s": child_s})
         verdict.cases.append(result)
@@ -1182,7 +1305,7 @@ class Worker:
                 f"unsteady timing ({' and '.join(disturbed)}, first at {label}): block times differed more than "
                 f"{BLOCK_SPREAD_LIMIT:g}x even when timed {RETIME_ROUNDS + 1} times (something else ran on the GPU "
                 "or host, or the call's time depends on more than its inputs' shapes); this speedup is less reliable")
-        waits = [who for who, prep in (("reference", ref_prep), ("candidate", cand_prep)) if prep.get("host_sync")]
+        waits = [who for who, prep in (("reference", ref_prep), ("candidate", cand_prep)) if prep.host_sync]
         if waits and not any(f.startswith("host-synchronising") for f in verdict.flags):
             verdict.flags.append(
                 f"host-synchronising calls ({' and '.join(waits)}, first at {label}): the call waits for the GPU "
@@ -1199,30 +1322,37 @@ class Worker:
                                  f"({timing.cand_ms:.4f} ms < roofline {bound:.4f} ms): "
                                  "suspect a cheat, a cached result or a wrong cost model", kind="timing_cheat")
 
-    def _check_spot(self, task, label: str, expected: dict, got: dict, compare_tensor) -> None:
-        if got["launches"] < 1:
+    def _check_spot(self, task, label: str, expected, got, compare_tensor) -> None:
+        """The candidate's `CandidateSpot` against the reference's `ReferenceSpot` of one perf case."""
+        if got.launches < 1:
             raise CaseFailed("performance", f"{label}: the candidate's own Triton kernels were never launched",
                              kind="no_kernel_launch")
-        metas = expected["native_meta"]
-        if len(got["meta"]) != len(metas):
-            raise CaseFailed("performance", f"{label}: returned {len(got['meta'])} outputs, expected {len(metas)}",
+        metas = expected.native_meta
+        if len(got.meta) != len(metas):
+            raise CaseFailed("performance", f"{label}: returned {len(got.meta)} outputs, expected {len(metas)}",
                              kind="wrong_shape_dtype")
-        undefined_samples = expected.get("undefined_samples") or [None] * len(metas)
-        undefined_counts = expected.get("undefined_counts") or [0] * len(metas)
-        for i, (meta, got_meta) in enumerate(zip(metas, got["meta"])):
-            if got_meta["shape"] != meta["shape"] or got_meta["dtype"] != meta["dtype"]:
-                raise CaseFailed("performance", f"{label}: output {i} is {got_meta['dtype']} {got_meta['shape']}, "
-                                 f"expected {meta['dtype']} {meta['shape']}", kind="wrong_shape_dtype")
-            if got["nan_counts"][i] > expected["nan_counts"][i] + undefined_counts[i]:
-                raise CaseFailed("performance", f"{label}: output {i} holds {got['nan_counts'][i]} NaN values "
+        names = expected.names or got.names
+        undefined_samples = expected.undefined_samples or [None] * len(metas)
+        undefined_counts = expected.undefined_counts or [0] * len(metas)
+        for i, (meta, got_meta) in enumerate(zip(metas, got.meta)):
+            what = output_name(i, names, len(metas))
+            if got_meta.shape != meta.shape or got_meta.dtype != meta.dtype:
+                raise CaseFailed("performance", f"{label}: {what} is {got_meta.dtype} {got_meta.shape}, "
+                                 f"expected {meta.dtype} {meta.shape}", kind="wrong_shape_dtype")
+            if got.nan_counts[i] > expected.nan_counts[i] + undefined_counts[i]:
+                raise CaseFailed("performance", f"{label}: {what} holds {got.nan_counts[i]} NaN values "
                                  "where the reference has fewer (unwritten output?)", kind="unwritten_output")
-            tol = task.tolerance_for(meta["dtype"])
-            sampled = define_undefined([got["samples"][i]], [expected["samples"][i]], [undefined_samples[i]])[0]
-            check = compare_tensor(sampled, expected["samples"][i], tol.atol, tol.rtol, f"output {i} (sampled)")
+            tol = task.tolerance_for(meta.dtype)
+            sampled = define_undefined([got.samples[i]], [expected.samples[i]], [undefined_samples[i]])[0]
+            check = compare_tensor(sampled, expected.samples[i], tol.atol, tol.rtol, f"{what} (sampled)")
             if not check.ok:
                 raise CaseFailed("performance", f"{label}: at perf size, {check.reason}"
                                  + reference_varies_note(sum(undefined_counts)),
                                  kind="unwritten_output" if check.kind == "unwritten_output" else "perf_mismatch")
+        problem = not_from_kernel_problem(got.not_from_kernel, expected.from_kernel, names, len(metas),
+                                          got.foreign_calls)
+        if problem is not None:
+            raise CaseFailed("performance", f"{label}: at perf size, {problem[0]}", kind=problem[2])
 
 
 # -- process entry ------------------------------------------------------------------------------

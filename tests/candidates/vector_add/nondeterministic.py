@@ -24,5 +24,5 @@ def vector_add(x, y):
     out = launch(x, y, torch.empty_like(x))
     _calls.append(1)
     if out.dtype == torch.float32:  # a race that flips the last bits, differently on every call
-        out = out + out.abs() * 2e-7 * (1 + len(_calls) % 3)
+        out.add_(out.abs() * 2e-7 * (1 + len(_calls) % 3))  # in place: still the kernel's buffer
     return out

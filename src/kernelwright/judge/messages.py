@@ -1,0 +1,341 @@
+"""The replies a child sends its worker, as typed messages, parsed and validated at the boundary.
+
+A candidate's process shares its pipe with the candidate, which can write any frame it likes
+there (its pipe's descriptor is one `/proc/self/fd` away). So every reply is checked against the
+message kind its request asked for before the worker reads a field of it: the kind (`op`) and the
+request's sequence number echoed back, every required field present, every field of its type,
+tensor descriptions consistent, lists of per-output data of one length, text bounded. What does
+not match raises `MessageError`, which the worker turns into that child's `protocol_error` (a
+candidate failure; for the trusted reference a judge error), never an internal judge error.
+
+Validation proves a reply well-formed, not honest: a candidate that forges a well-formed reply
+with the right sequence number (it can read it from its own process's memory) is not caught here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import torch
+
+from .wire import _DTYPES
+
+MAX_TEXT_CHARS = 1 << 20  # a reply's strings (errors, tracebacks: the child cuts them at 8000)
+MAX_LIST_ITEMS = 1 << 24  # positions sampled per output are a few thousand
+
+
+class MessageError(ValueError):
+    """A reply that is not the message its request asked for."""
+
+
+@dataclass
+class TensorMeta:
+    dtype: str
+    shape: list[int]
+    nbytes: int = 0
+
+    def __post_init__(self) -> None:
+        if self.dtype not in _DTYPES:
+            raise MessageError(f"unknown dtype {self.dtype[:40]!r}")
+        if any(d < 0 for d in self.shape):
+            raise MessageError("negative dimension")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes}
+
+
+# -- replies ------------------------------------------------------------------------------------
+@dataclass
+class Reply:
+    op: str
+
+
+@dataclass
+class ErrorReply(Reply):
+    """`ok: false`: what the child's call raised. The kinds of failure are read from the
+    structured fields (class names, device error code, broken context), never from `error`."""
+    error: str = "unknown error"
+    traceback: str = ""
+    error_type: str = ""
+    error_types: list[str] = field(default_factory=list)
+    error_code: Optional[int] = None
+    device_fault: bool = False
+    reference_failed: bool = False
+
+
+@dataclass
+class Skipped(Reply):
+    """The task's own test skipped this input (pytest.skip in a foreign reference)."""
+    skipped: str
+
+
+@dataclass
+class Ready(Reply):
+    device: str
+    torch: str
+    triton: str = ""
+    name: str = ""
+    backend: str = ""
+    l2_bytes: int = 0
+    memory_bytes: int = 0
+    sm_count: int = 0
+
+    def info(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "op"}
+
+
+@dataclass
+class Ack(Reply):
+    """load, memory_fraction, perf_release, sync: nothing but ok."""
+
+
+@dataclass
+class CandidateRun(Reply):
+    outputs: list[torch.Tensor]
+    launches: int
+    seconds: float
+    inputs_after: list[torch.Tensor]
+    kernels: dict[str, int] = field(default_factory=dict)
+    repeat_outputs: Optional[list[torch.Tensor]] = None
+    repeat_launches: int = 0
+    # positions (in `outputs`) of output tensors whose memory none of the candidate's own kernel
+    # launches was given, in the first call or the repeat
+    not_from_kernel: list[int] = field(default_factory=list)
+    # a benchmark's test function: its calls to the entry points that returned such a tensor
+    foreign_calls: list[str] = field(default_factory=list)
+    repeat_not_from_kernel: list[int] = field(default_factory=list)  # the same, of the repeat call
+    repeat_foreign_calls: list[str] = field(default_factory=list)
+    names: Optional[list[str]] = None  # what the task's own test calls each output
+
+    def check(self) -> None:
+        _same_length(self, "outputs", "names")
+        _same_length(self, "outputs", "repeat_outputs")
+        _indices(self.not_from_kernel, len(self.outputs), "not_from_kernel")
+        _indices(self.repeat_not_from_kernel, len(self.outputs), "repeat_not_from_kernel")
+
+
+@dataclass
+class ReferenceRun(Reply):
+    reference: list[torch.Tensor]
+    meta: list[TensorMeta]
+    launches: int
+    inputs: list[torch.Tensor]
+    undefined: Optional[list[Optional[torch.Tensor]]] = None
+    probe_failed: Optional[str] = None
+    # per output: whether the reference's own kernels were given its memory (None: a reference
+    # that launched no kernel of its own file, a PyTorch one)
+    from_kernel: Optional[list[bool]] = None
+    names: Optional[list[str]] = None
+
+    def check(self) -> None:
+        _same_length(self, "reference", "meta")
+        _same_length(self, "reference", "undefined")
+        _same_length(self, "reference", "from_kernel")
+        _same_length(self, "reference", "names")
+
+
+@dataclass
+class CandidateSpot(Reply):
+    samples: list[torch.Tensor]
+    nan_counts: list[int]
+    meta: list[TensorMeta]
+    launches: int
+    positions: list[list[int]] = field(default_factory=list)
+    tuned: dict[str, str] = field(default_factory=dict)
+    not_from_kernel: list[int] = field(default_factory=list)
+    foreign_calls: list[str] = field(default_factory=list)
+    names: Optional[list[str]] = None
+
+    def check(self) -> None:
+        _same_length(self, "meta", "samples")
+        _same_length(self, "meta", "nan_counts")
+        _same_length(self, "meta", "names")
+        _indices(self.not_from_kernel, len(self.meta), "not_from_kernel")
+
+
+@dataclass
+class ReferenceSpot(Reply):
+    samples: list[torch.Tensor]
+    nan_counts: list[int]
+    meta: list[TensorMeta]
+    native_meta: list[TensorMeta]
+    launches: int
+    positions: list[list[int]]
+    tuned: dict[str, str] = field(default_factory=dict)
+    undefined_samples: Optional[list[Optional[torch.Tensor]]] = None
+    undefined_counts: Optional[list[int]] = None
+    probe_failed: Optional[str] = None
+    from_kernel: Optional[list[bool]] = None
+    names: Optional[list[str]] = None
+
+    def check(self) -> None:
+        for name in ("samples", "nan_counts", "positions", "undefined_samples", "undefined_counts",
+                     "from_kernel", "names"):
+            _same_length(self, "native_meta", name)
+
+
+@dataclass
+class PerfPrepare(Reply):
+    est_ms: float
+    gap_ms: float
+    warmup_launches: int
+    warmup_calls: int
+    flush_ms: float = 0.0
+    pad_ms: float = 0.0
+    host_ms: float = 0.0
+    sets: Optional[int] = None
+    slow: bool = False
+    host_sync: bool = False
+    phase_s: dict[str, float] = field(default_factory=dict)
+    tuned: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Gaps(Reply):
+    gap_ms: float
+
+
+@dataclass
+class TimeBlock(Reply):
+    times_ms: list[float]
+    launches: int
+    phase_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Retune(Reply):
+    autotuners: int
+
+
+# op -> the message class of an ok reply, by the role of the child that sends it
+_OK_REPLIES: dict[str, dict[str, type]] = {
+    "ready": {"candidate": Ready, "reference": Ready},
+    "load": {"candidate": Ack, "reference": Ack},
+    "run": {"candidate": CandidateRun, "reference": ReferenceRun},
+    "spot": {"candidate": CandidateSpot, "reference": ReferenceSpot},
+    "perf_prepare": {"candidate": PerfPrepare, "reference": PerfPrepare},
+    "gaps": {"candidate": Gaps, "reference": Gaps},
+    "time_block": {"candidate": TimeBlock, "reference": TimeBlock},
+    "retune": {"candidate": Retune, "reference": Retune},
+    "memory_fraction": {"candidate": Ack, "reference": Ack},
+    "perf_release": {"candidate": Ack, "reference": Ack},
+    "sync": {"candidate": Ack, "reference": Ack},
+}
+# replies that may say the task's own test skipped the input (a reference only)
+_MAY_SKIP = {"run", "spot"}
+
+
+def parse_reply(raw: Any, op: str, role: str) -> Reply:
+    """The typed message of a reply to a request `op` from a child of `role`; `MessageError` when
+    it is not one. (The sequence number was matched by the channel, `ChildProcess.recv`.)"""
+    if not isinstance(raw, dict):
+        raise MessageError(f"a reply that is not an object ({type(raw).__name__})")
+    if raw.get("op", op) != op:  # (the channel already matched it to the request, by op and number)
+        raise MessageError(f"a {_short(raw.get('op'))} reply to a {op!r} request")
+    ok = raw.get("ok", True if op == "ready" else None)  # (the first message has no 'ok')
+    raw = {**raw, "op": op}
+    if not isinstance(ok, bool):
+        raise MessageError("'ok' missing or not a boolean")
+    if not ok:
+        return _build(ErrorReply, raw)
+    if role == "reference" and op in _MAY_SKIP and "skipped" in raw:
+        return _build(Skipped, raw)
+    classes = _OK_REPLIES.get(op)
+    if classes is None or role not in classes:
+        raise MessageError(f"no reply is expected to a {op!r} request")
+    return _build(classes[role], raw)
+
+
+def _short(value: Any) -> str:
+    return repr(value)[:40]
+
+
+def _build(cls: type, raw: dict) -> Any:
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in raw:
+            values[f.name] = _coerce(raw[f.name], hints[f.name], f.name)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise MessageError(f"{cls.__name__} reply lacks its field {f.name!r}")
+    try:
+        message = cls(**values)
+    except TypeError as exc:  # (cannot happen for fields checked above; kept for safety)
+        raise MessageError(f"{cls.__name__}: {exc}") from None
+    check = getattr(message, "check", None)
+    if check is not None:
+        check()
+    return message
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """`value` checked against the type `tp` (ints accepted where floats are expected)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin is Union:
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(value, inner[0], where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise MessageError(f"{where}: expected a list, got {type(value).__name__}")
+        if len(value) > MAX_LIST_ITEMS:
+            raise MessageError(f"{where}: a list of {len(value)} items")
+        return [_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise MessageError(f"{where}: expected an object, got {type(value).__name__}")
+        return {_coerce(k, args[0], where): _coerce(v, args[1], f"{where}.{_short(k)}") for k, v in value.items()}
+    if tp is TensorMeta:
+        if not isinstance(value, dict):
+            raise MessageError(f"{where}: expected a tensor description")
+        return _meta(value, where)
+    if tp is torch.Tensor:
+        if not isinstance(value, torch.Tensor):
+            raise MessageError(f"{where}: expected a tensor, got {type(value).__name__}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise MessageError(f"{where}: expected a boolean, got {type(value).__name__}")
+        return value
+    if tp is int:
+        if type(value) is not int:
+            raise MessageError(f"{where}: expected an integer, got {type(value).__name__}")
+        return value
+    if tp is float:
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise MessageError(f"{where}: expected a finite number, got {_short(value)}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise MessageError(f"{where}: expected text, got {type(value).__name__}")
+        if len(value) > MAX_TEXT_CHARS:
+            raise MessageError(f"{where}: {len(value)} characters of text")
+        return value
+    raise MessageError(f"{where}: no rule for {tp!r}")  # a bug here, reported as the reply's
+
+
+def _meta(value: dict, where: str) -> TensorMeta:
+    try:
+        dtype, shape = value["dtype"], value["shape"]
+    except KeyError as exc:
+        raise MessageError(f"{where}: tensor description lacks {exc.args[0]!r}") from None
+    return TensorMeta(_coerce(dtype, str, f"{where}.dtype"), _coerce(shape, list[int], f"{where}.shape"),
+                      _coerce(value.get("nbytes", 0), int, f"{where}.nbytes"))
+
+
+def _same_length(message: Any, first: str, other: str) -> None:
+    a, b = getattr(message, first), getattr(message, other)
+    if a is not None and b is not None and len(a) != len(b):
+        raise MessageError(f"{type(message).__name__}: {len(b)} {other} for {len(a)} {first}")
+
+
+def _indices(values: list[int], n: int, where: str) -> None:
+    if any(not 0 <= v < n for v in values):
+        raise MessageError(f"{where}: an index outside the {n} outputs")
