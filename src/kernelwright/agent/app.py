@@ -38,6 +38,7 @@ class RunSpec:
     suite: str = ""                               # bench: the suite's name
     unsupported: dict[str, str] = field(default_factory=dict)   # bench: tasks that cannot run here, why
     mode: str = "geak"                            # bench: the agent or one of the paper's baselines
+    base_url: str | None = None                   # --base-url of the run (a resume reuses it); never a key
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,14 +58,22 @@ def new_seed() -> int:
     return secrets.randbelow(2**31 - 1)
 
 
-def open_run(out: Path, spec: RunSpec | None, resume: bool) -> tuple[RunStore, RunSpec]:
-    """The store and the spec: a new run writes its spec; a resumed one reads it back."""
+def open_run(out: Path, spec: RunSpec | None, resume: bool, command: str | None = None) -> tuple[RunStore, RunSpec]:
+    """The store and the spec: a new run writes its spec; a resumed one reads it back (and must
+    be a run of `command`, when given: a bench run is resumed by bench)."""
     if resume:
+        if not (Path(out).expanduser() / "run.sqlite").is_file() and not Path(out).expanduser().is_dir():
+            raise StoreError(f"{out}: no such directory; pass the --out directory of an earlier run")
         store = RunStore(out, create=False, decode=Attempt.from_dict)
         stored = store.get_meta("spec")
         if stored is None:
-            raise StoreError(f"{out} holds no run spec: it was not written by generate/optimize")
-        return store, RunSpec.from_dict(stored)
+            raise StoreError(f"{out} holds no run spec: it was not written by generate/optimize/bench")
+        spec = RunSpec.from_dict(stored)
+        if command is not None and (spec.command == "bench") != (command == "bench"):
+            store.close()
+            raise StoreError(f"{out} is a run of `kernelwright {spec.command}`: resume it with "
+                             f"kernelwright {spec.command} --resume {out}")
+        return store, spec
     if spec is None:
         raise ValueError("a new run needs a spec")
     store = RunStore(out, decode=Attempt.from_dict)

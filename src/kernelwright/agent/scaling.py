@@ -113,7 +113,7 @@ def table(points: Sequence[dict[str, Any]], key: str) -> str:
         geo_s = "-" if geo is None else f"{geo:.3f}" + (f" [{ci[0]:.3f}-{ci[1]:.3f}]" if ci else "")
         rows.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
             p[key], _frac(m["call accuracy"]), _frac(m["execution accuracy"]), _num(m["GEAK speedup"]["value"]),
-            geo_s, _frac(m["fast_1"]), _num(m["pass@1"]["value"]), _num(m[f"pass@{runs}"]["value"])))
+            geo_s, _frac(m["fast_1"]) if m["GEAK speedup"]["denominator"] else "-", _num(m["pass@1"]["value"]), _num(m[f"pass@{runs}"]["value"])))
     return "\n".join(rows)
 
 

@@ -130,7 +130,7 @@ def _agent_command(command: str, kernel: Optional[Path], o: dict[str, Any]) -> N
     as_json = o["as_json"]
     try:
         if o["resume"] is not None:
-            store, spec = open_run(o["resume"], None, resume=True)
+            store, spec = open_run(o["resume"], None, resume=True, command=command)
         else:
             model = _model(o)  # before anything is written: a run that cannot start leaves nothing behind
             task_ref, start_code = _task_and_start(command, kernel, o)
@@ -147,7 +147,7 @@ def _agent_command(command: str, kernel: Optional[Path], o: dict[str, Any]) -> N
                            {task_ref.name: start_code} if start_code is not None else {},
                            tuple(str(Path(p).expanduser().resolve()) for p in (o["corpus"] or [])),
                            str(Path(o["prompts"]).resolve()) if o["prompts"] else None, o["device"], o["judge_seeds"],
-                           o["perf"])
+                           o["perf"], base_url=o["base_url"])
             out = o["out"] or o.get("_out") or _default_out(task_ref.name)
             store, spec = open_run(out, spec, resume=False)
     except (StoreError, PromptError, ValueError) as exc:
@@ -184,6 +184,12 @@ def _task_and_start(command: str, kernel: Optional[Path], o: dict[str, Any]):
             raise ValueError("optimize needs your kernel and its task: kernelwright optimize KERNEL.py --task NAME|TASK.py")
         if not kernel.is_file():
             raise ValueError(f"{kernel}: no such file")
+        from ..judge import detect_backend
+
+        if detect_backend(o["device"])[0] == "cpu" and not o["perf"]:
+            raise ValueError("optimize needs timing, and the CPU interpreter times nothing by default: run it "
+                             "on a GPU, or pass --perf to time under the interpreter (slow; interpreter times "
+                             "say nothing about GPU speed)")
         return load_task_or_exit(o["task"], o["suite"], o["path"]), kernel.read_text()
     if o["task"] is not None:
         if o["instruction"] or o["entry"] or o["reference"]:
@@ -204,8 +210,9 @@ def _task_and_start(command: str, kernel: Optional[Path], o: dict[str, Any]):
         raise ValueError(str(exc)) from None
 
 
-def _llm_flags(o: dict[str, Any]) -> dict[str, Any]:
-    return {"base_url": o.get("base_url"), "no_cache": o.get("no_cache", False), "offline": o.get("offline", False),
+def _llm_flags(o: dict[str, Any], spec: Any = None) -> dict[str, Any]:
+    """The LLM layer's flags; on a resume, the run's own --base-url unless another is given."""
+    return {"base_url": o.get("base_url") or getattr(spec, "base_url", None), "no_cache": o.get("no_cache", False), "offline": o.get("offline", False),
             "concurrency": o.get("llm_concurrency")}
 
 
@@ -228,7 +235,7 @@ def run_agent(store, spec, o: dict[str, Any], as_json: bool, concurrency: int | 
     from .agent_progress import AgentProgress
 
     try:
-        llm = make_llm(spec, store, o.get("config_path"), _llm_flags(o))
+        llm = make_llm(spec, store, o.get("config_path"), _llm_flags(o, spec))
     except LLMConfigError as exc:
         store.close()
         raise _error(str(exc), as_json) from None
@@ -335,7 +342,10 @@ def _print_result(console: Console, store, spec, x) -> None:
         console.print(f"best kernel: {escape(str(store.run_dir / 'best' / (x.task + '.py')))}")
     if spec.command == "optimize":
         if x.given_speedup is None:
-            console.print("your kernel: not timed or not correct (see the run's attempt 0)")
+            given = [a for a in store.attempts(x.task) if a.mode == "given"]
+            why = ("correct, but not timed" if given and given[0].passed else
+                   f"not verified ({given[0].kind}: {given[0].reason[:160]})" if given else "not judged")
+            console.print(f"your kernel: {escape(why)}; nothing to compare against", highlight=False)
         elif x.improved:
             console.print(f"faster than your kernel ({x.given_speedup:.3f}x against the reference)")
         else:

@@ -21,9 +21,11 @@ class AgentProgress:
         self.tokens, self.cost, self.calls, self.done = 0, 0.0, 0, 0
         self.best: dict[str, float | None] = {}        # task -> best verified speedup (None: untimed)
         self.ended: dict[str, int] = {}                # task -> task-runs ended
+        console = Console(stderr=True)
+        # a live bar only on a terminal: in a pipe or CI its last frame would stay behind, cut short
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"), console=Console(stderr=True), disable=quiet)
+            TextColumn("{task.fields[status]}"), console=console, disable=quiet or not console.is_terminal)
         self._bar = self._progress.add_task("attempts", total=self.total, status="starting the judge")
 
     def __enter__(self) -> "AgentProgress":

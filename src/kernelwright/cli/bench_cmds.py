@@ -67,7 +67,7 @@ def bench_command(
     o = dict(locals())
     try:
         if resume is not None:
-            store, spec = open_run(resume, None, resume=True)
+            store, spec = open_run(resume, None, resume=True, command="bench")
         else:
             model_id = _model(o)
             backend, _ = detect_backend(device)
@@ -83,7 +83,7 @@ def bench_command(
                            Limits(max_cost, max_tokens, time_limit), Limits(task_max_cost, task_max_tokens, task_time_limit),
                            {}, tuple(str(Path(p).expanduser().resolve()) for p in (corpus or [])),
                            str(Path(prompts).resolve()) if prompts else None, device, judge_seeds, perf, max_perf_cases,
-                           suite, unsupported, mode)
+                           suite, unsupported, mode, base_url)
             out_dir = out or Path("kernelwright-runs") / f"bench-{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
             store, spec = open_run(out_dir, spec, resume=False)
     except (StoreError, SuiteUsageError, DeviceUnavailable, ValueError) as exc:
@@ -144,20 +144,41 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
                   f"{report['tasks']} tasks × {report['runs']} runs × {report['iterations']} iterations "
                   f"({len(report['unsupported'])} unsupported here, counted as failures)", highlight=False)
     console.print("\n[bold]sequential scaling[/] (all runs)")
-    console.print(table(report["per_iteration"], "iterations"), markup=False)
+    console.print(table(report["per_iteration"], "iterations"), markup=False, soft_wrap=True)
     console.print("\n[bold]parallel scaling[/] (all iterations)")
-    console.print(table(report["per_runs"], "runs"), markup=False)
+    console.print(table(report["per_runs"], "runs"), markup=False, soft_wrap=True)
     if report.get("tuned"):
         console.print("\n[bold]after the tuning pass[/]")
-        console.print(table([report["tuned"]], "runs"), markup=False)
+        console.print(table([report["tuned"]], "runs"), markup=False, soft_wrap=True)
+    failed = failures(store, report)
+    if failed:
+        console.print(f"\n[bold]tasks without a verified kernel ({len(failed)})[/]")
+        for name, why in failed:
+            console.print(f"  {escape(name)}: {escape(why)}", highlight=False, soft_wrap=True)
     console.print(f"\nLLM calls {report['llm_calls']}, tokens {report['tokens']}, cost ${report['cost_usd']:.4f}")
     if report.get("judge"):
         j = report["judge"]
-        console.print(f"judge: {j['candidates']} candidates on {j['workers']} workers, utilization "
+        console.print(f"judge: {j['candidates']} candidates on {j['workers']} worker(s), utilization "
                       f"{j['utilization']:.0%}, idle {j['idle_fraction']:.0%} of {j['wall_s']:.0f} s", highlight=False)
     for e in errors:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
     console.print(f"run directory: {escape(str(store.run_dir))} (metrics.json, results.jsonl, best/, run.sqlite)")
+
+
+def failures(store, report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(task, why) for every task without a verified kernel: its closest attempt's kind and
+    reason, or why it could not run here."""
+    from ..agent.results import outcome_rank
+
+    out = [(name, f"unsupported here: {why}") for name, why in sorted(report["unsupported"].items())]
+    by_task: dict[str, list] = {}
+    for a in store.attempts():
+        by_task.setdefault(a.task, []).append(a)
+    for name, attempts in sorted(by_task.items()):
+        if not any(a.passed for a in attempts):
+            near = max(attempts, key=outcome_rank)
+            out.append((name, f"{near.kind} (attempt {near.index} of run {near.run}): {near.reason[:200]}"))
+    return out
 
 
 @app.command("bench-report")
@@ -174,7 +195,7 @@ def bench_report_command(
     from ..store import StoreError
 
     try:
-        store, spec = open_run(run_dir, None, resume=True)
+        store, spec = open_run(run_dir, None, resume=True, command="bench")
     except StoreError as exc:
         raise _error(str(exc), as_json) from None
     previous = {}
