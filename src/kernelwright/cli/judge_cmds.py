@@ -128,7 +128,10 @@ def tasks_show_command(
     Exit status: 0 shown, 2 usage error (unknown task, bad task file).
     """
     task = load_task_or_exit(name, suite, path)
-    view = {**task.summary(), **task.public_view(),
+    # the tolerances in force for every output dtype the cases use: the task's own, else the defaults
+    dtypes = sorted({c.dtype for c in task.correctness_cases + task.perf_cases if c.dtype != "any"} | set(task.tolerances))
+    effective = {d: task.tolerance_for(d).as_dict() for d in dtypes}
+    view = {**task.summary(), **task.public_view(), "tolerances": effective,
             "notes": list(task.notes), "requires_backend": task.requires_backend}
     if as_json:
         print(json.dumps(view, indent=2, default=str))
@@ -144,8 +147,8 @@ def tasks_show_command(
         console.print(f"[bold]{title} ({len(cases)}):[/] " + (", ".join(escape(c.label) for c in cases) or "-"),
                       highlight=False, soft_wrap=True)
     console.print(f"[bold]hidden cases:[/] {len(task.hidden_cases)} (not shown)", highlight=False)
-    if task.tolerances:
-        tols = ", ".join(f"{k}: atol {v.atol:g} rtol {v.rtol:g}" for k, v in task.tolerances.items())
+    if effective:
+        tols = ", ".join(f"{k}: atol {v['atol']:g} rtol {v['rtol']:g}" for k, v in effective.items())
         console.print(f"[bold]tolerances:[/] {escape(tols)}", highlight=False, soft_wrap=True)
     console.print(f"[bold]triton reference:[/] {escape(str(task.triton_reference or '-'))}", highlight=False,
                   soft_wrap=True)
