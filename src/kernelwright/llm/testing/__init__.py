@@ -1,5 +1,18 @@
-"""Test helpers: a scripted loopback server speaking the OpenAI and Anthropic protocols."""
+"""Test helpers: a scripted loopback server speaking the OpenAI and Anthropic protocols.
 
-from .scripted_server import Answer, Script, ScriptedServer
+The names are loaded on first use, so that `python -m kernelwright.llm.testing.scripted_server`
+does not import the module twice (runpy warns when a package already imported it)."""
+
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["Answer", "Script", "ScriptedServer"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import scripted_server
+
+        return getattr(scripted_server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
