@@ -24,7 +24,8 @@ python3 - "$OUT" <<'PY' | tee -a "$OUT/two_gpu.txt"
 import json, sys
 out = sys.argv[1]
 def stages(p):
-    return {json.loads(l)["task"]: json.loads(l)["verdict"]["stage"] for l in open(p) if l.strip()}
+    rows = [json.loads(l) for l in open(p) if l.strip()]
+    return {r["task"]: (r.get("verdict") or {}).get("stage", r["status"]) for r in rows}
 try:
     a, b = stages(f"{out}/tb_2gpu.jsonl"), stages(f"{out}/tb_1gpu.jsonl")
     print("TritonBench verdicts differ on:", sorted(t for t in a if a.get(t) != b.get(t)) or "none")
