@@ -308,7 +308,9 @@ def print_verdict(verdict) -> None:
         total = sum(1 for c in verdict.cases if c.kind in kinds)
         headline += f", {len(unchecked)} of {total} {'/'.join(kinds)} case(s) not checked"
         colour = "yellow"
-    console.print(f"[{colour}]verdict: {escape(headline)}[/] - {escape(verdict.reason)}", highlight=False)
+    # a plain pass says "passed" once; a reason with more to say (notes, a failure) follows the headline
+    tail = "" if verdict.reason == verdict.stage else f" - {escape(verdict.reason)}"
+    console.print(f"[{colour}]verdict: {escape(headline)}[/]{tail}", highlight=False)
     perf_cases = [c for c in verdict.cases if c.kind == "performance" and c.speedup is not None]
     if perf_cases:
         table = Table(title="performance (median of block medians, 95% CI)")
