@@ -141,6 +141,13 @@ class RunStore:
             row["messages"] = json.loads(row["messages"])
         return out
 
+    def call_count(self, task: str | None = None) -> int:
+        query, args = "SELECT COUNT(*) FROM llm_calls", []
+        if task is not None:
+            query, args = query + " WHERE task = ?", [task]
+        with self._lock:
+            return int(self._db.execute(query, args).fetchone()[0])
+
     def spend(self, task: str | None = None, run: int | None = None) -> tuple[float, int]:
         """(USD, tokens) paid so far: cache hits cost nothing, failed calls count their tokens (0)."""
         query = "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens + output_tokens), 0) FROM llm_calls"

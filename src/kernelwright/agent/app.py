@@ -9,7 +9,7 @@ a resumed run asks exactly what the killed one asked (same tasks, seeds, prompts
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -94,7 +94,6 @@ def make_llm(spec: RunSpec, store: RunStore, config_path: Path | None, flags: di
     _, settings = load_llm_settings(config_path, model=spec.model, **flags)
     shared = ResponseCache(settings.cache_path) if settings.cache else None
     cache = RunCache(ResponseCache(store.run_dir / "llm-cache.sqlite"), shared)
-    from dataclasses import replace
     # the run cache is always on: offline replay of a killed run must work with --no-cache too
     return LLMClient(spec.model, replace(settings, cache=True), cache=cache, tags={"run": str(store.run_dir)})
 

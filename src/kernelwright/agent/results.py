@@ -8,11 +8,11 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..metrics import pass_at_k
 from ..store import RunStore, write_jsonl
-from .memory import Attempt, performance_key
+from .memory import Attempt, TaskMemory, performance_key
 
 # Ranking of an attempt's outcome, best last: passed > ran but wrong > did not run > no code.
 def outcome_rank(a: Attempt) -> tuple:
@@ -49,36 +49,39 @@ def _summary(a: Attempt) -> dict[str, Any]:
             "timings": [asdict(t) for t in a.timings]}
 
 
-def task_result(store: RunStore, task: str, runs: int) -> TaskResult:
-    attempts = store.attempts(task)
-    by_run: dict[int, list[Attempt]] = {}
-    for a in attempts:
-        by_run.setdefault(a.run, []).append(a)
-    passed = sorted((a for a in attempts if a.passed), key=performance_key)
-    n, c = runs, sum(1 for r in range(runs) if any(a.passed for a in by_run.get(r, [])))
-    calls = store.calls(task)
+def fastest_verified(attempts: Iterable[Attempt]) -> Attempt | None:
+    """The fastest verified attempt (never an unverified one), as `TaskMemory.best` picks it."""
+    return TaskMemory(tuple(attempts)).best()
+
+
+def task_result(store: RunStore, task: str, runs: int, attempts: list[Attempt] | None = None,
+                ended: dict | None = None) -> TaskResult:
+    """One task's result; `attempts` and `ended` (as the store gives them) spare re-reading them."""
+    attempts = store.attempts(task) if attempts is None else attempts
+    ended = store.ended() if ended is None else ended
+    best = fastest_verified(attempts)
+    c = sum(1 for r in range(runs) if any(a.passed and a.run == r for a in attempts))
     cost, tokens = store.spend(task)
-    closest = max(attempts, key=outcome_rank) if attempts and not passed else None
-    given = [a for a in attempts if a.mode == "given" and a.passed and a.speedup is not None]
-    ended = {str(r): v["reason"] for (t, r), v in store.ended().items() if t == task}
-    return TaskResult(task, runs, len(attempts), c, _summary(passed[-1]) if passed else None,
+    closest = max(attempts, key=outcome_rank) if attempts and best is None else None
+    given = [a.speedup for a in attempts if a.mode == "given" and a.passed and a.speedup is not None]
+    return TaskResult(task, runs, len(attempts), c, _summary(best) if best else None,
                       _summary(closest) if closest else None,
-                      {k: pass_at_k(n, c, k) for k in range(1, n + 1)}, tokens, cost, len(calls), ended,
-                      max(a.speedup for a in given) if given else None)
-
-
-def best_attempt(store: RunStore, task: str) -> Attempt | None:
-    passed = sorted((a for a in store.attempts(task) if a.passed), key=performance_key)
-    return passed[-1] if passed else None
+                      {k: pass_at_k(runs, c, k) for k in range(1, runs + 1)}, tokens, cost, store.call_count(task),
+                      {str(r): v["reason"] for (t, r), v in ended.items() if t == task},
+                      max(given) if given else None)
 
 
 def write_outputs(store: RunStore, tasks: list[str], runs: int) -> list[TaskResult]:
     """best/<task>.py, results.jsonl and summary.json in the run directory."""
-    results = [task_result(store, t, runs) for t in tasks]
+    by_task: dict[str, list[Attempt]] = {t: [] for t in tasks}
+    for a in store.attempts():
+        by_task.setdefault(a.task, []).append(a)
+    ended = store.ended()
+    results = [task_result(store, t, runs, by_task[t], ended) for t in tasks]
     best_dir = store.run_dir / "best"
     best_dir.mkdir(exist_ok=True)
     for r in results:
-        best = best_attempt(store, r.task)
+        best = fastest_verified(by_task[r.task])
         path = best_dir / f"{r.task}.py"
         if best is not None and best.code:
             path.write_text(best.code)

@@ -288,7 +288,6 @@ def _judge_pool(spec, in_flight: int | None = None):
 def _report(store, spec, results, errors, as_json: bool) -> int:
     if not results:
         return EXIT_NONE
-    r = results[0] if len(results) == 1 else None
     found = [x for x in results if x.best is not None]
     if spec.command == "optimize":
         code = EXIT_FOUND if any(x.improved for x in results) else EXIT_NONE

@@ -121,7 +121,7 @@ def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str,
     cost, tokens = store.spend()
     report.update({"suite": spec.suite, "mode": spec.mode, "model": spec.model, "settings": spec.to_dict()["settings"],
                    "unsupported": spec.unsupported, "tokens": tokens, "cost_usd": cost,
-                   "llm_calls": len(store.calls())})
+                   "llm_calls": store.call_count()})
     if judge is not None:
         report["judge"] = judge
     (store.run_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
