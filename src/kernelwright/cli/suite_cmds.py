@@ -68,9 +68,8 @@ def judge_suite_command(
     Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
     """
     from ..judge import DeviceUnavailable, JudgeOptions, JudgePool, detect_backend
-    from ..metrics import format_table
     from ..suites.runner import (REFERENCE, ResultStore, SuiteUsageError, check_suite_source, describe_unreadable,
-                                 load_suite_tasks, plan, run_suite, summarize)
+                                 load_suite_tasks, plan, run_suite)
 
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
@@ -159,6 +158,19 @@ def judge_suite_command(
         interrupted = True
     wall = time.monotonic() - started
     selected = [t for t in suite_tasks if not only or t.name in only]
+    report_suite(suite, candidates, store, out, selected, exclude_unsupported, wall, interrupted, as_json,
+                 work.rejudged if work else [], problems)
+    if interrupted:
+        err.print(f"[yellow]interrupted[/]: every finished task is saved in {out}; rerun the same command to resume")
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def report_suite(suite: str, candidates: str, store, out: Path, selected: list, exclude_unsupported: bool,
+                 wall: float, interrupted: bool, as_json: bool, rejudged: list, problems: list) -> None:
+    """The metrics of a suite run, and its failures grouped by kind (or all of it as JSON)."""
+    from ..metrics import format_table
+    from ..suites.runner import summarize
+
     summary = summarize(store, selected, exclude_unsupported)
     names = {t.name for t in selected}
     records = [r for r in store.records.values() if r.task in names]
@@ -171,7 +183,7 @@ def judge_suite_command(
                           "not_judged": [o.__dict__ for o in summary.not_judged],
                           "failures": {kind: [{"task": t, "reason": r} for t, r in items]
                                        for kind, items in failures.items()},
-                          "rejudged": [{"task": t, "why": w} for t, w in (work.rejudged if work else [])],
+                          "rejudged": [{"task": t, "why": w} for t, w in rejudged],
                           "results": [r.__dict__ for r in store.records.values()],
                           "unreadable_files": problems}, indent=2, default=str))
     else:
@@ -182,9 +194,6 @@ def judge_suite_command(
             console.print("nothing was timed (--no-perf, or the CPU interpreter): no speedups, no fast_p")
         print_failures(failures)
         console.print(f"results: {out}  ({len(store.records)} tasks recorded, {wall:.0f} s)")
-    if interrupted:
-        err.print(f"[yellow]interrupted[/]: every finished task is saved in {out}; rerun the same command to resume")
-        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def failure_groups(records) -> dict[str, list[tuple[str, str]]]:
