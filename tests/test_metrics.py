@@ -165,6 +165,16 @@ def test_pass_at_k_suite():
         pass_at_k_suite(grouped, 6)
 
 
+def test_pass_at_k_suite_counts_a_run_without_candidate_as_a_failed_sample():
+    # 3 runs, one stopped before it produced anything (a budget, or its task-run failed): n stays
+    # 3 with that run failing, so pass@3 is defined and a lucky pair of runs is not all that counts
+    grouped = {"t1": [T("t1", True, True, 1.2), T("t1", True, True, 1.1), T.not_run("t1", "missing")]}
+    assert pass_at_k_suite(grouped, 3).value == pytest.approx(1.0)
+    assert pass_at_k_suite(grouped, 1).value == pytest.approx(2 / 3)
+    grouped = {"t1": [T("t1", True, True, 1.2), T.not_run("t1", "missing"), T.not_run("t1", "missing")]}
+    assert pass_at_k_suite(grouped, 2).value == pytest.approx(1 - 1 / 3)
+
+
 def test_pass_at_k_suite_unsupported():
     grouped = {"t1": _cands("t1", 4, 2), "f": [UNSUP]}
     assert pass_at_k_suite(grouped, 1).value == pytest.approx(0.5 / 2)  # unsupported scores 0

@@ -204,7 +204,10 @@ def pass_at_k_suite(grouped: Outcomes, k: int, criterion: str = "correct",
     pop, note = _population(groups, exclude_unsupported)
     total = 0.0
     for o in pop:
-        samples = [s for s in groups[o.task] if s.status != "missing"]
+        # a run that produced no candidate ("missing": stopped by a budget, or its task-run
+        # failed) is a failed sample, not a smaller n: leaving it out would raise for n < k, or
+        # score a task on its lucky runs only
+        samples = groups[o.task]
         if not samples:
             continue
         passed = sum(s.ok_correct if criterion == "correct" else s.ok_call for s in samples)
