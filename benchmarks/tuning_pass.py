@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,8 +58,12 @@ def main() -> None:
 
         start = time.monotonic()
         with ThreadPoolExecutor(max(1, pool.n_workers // 2)) as ex:
-            rows = list(ex.map(one, tasks))
+            for future in as_completed([ex.submit(one, t) for t in tasks]):
+                rows.append(future.result())
+                if args.out:  # what is done so far survives a run cut short by a time limit
+                    args.out.write_text(json.dumps({"partial": True, "rows": rows}, indent=2, default=str) + "\n")
         wall = time.monotonic() - start
+        rows.sort(key=lambda r: r["task"])
     improved = [r for r in rows if r.get("tuned_speedup")]
     summary = {"device": pool.device_info.get("name", pool.backend), "tasks": len(rows), "improved": len(improved),
                "wall_s": round(wall, 1), "judge_s": round(sum(r.get("judge_s", 0) for r in rows), 1),
