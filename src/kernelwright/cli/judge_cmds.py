@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -95,16 +96,19 @@ def tasks_command(
     if as_json:
         print(json.dumps({"suite": suite, "tasks": rows, "errors": problems}, indent=2))
     else:
-        table = Table(title=f"{escape(suite)} tasks ({len(rows)})",
-                      caption="kernelwright tasks show NAME: instruction, entry point, cases")
+        table = Table(title=f"{escape(suite)} tasks ({len(rows)})", box=box.SIMPLE_HEAD,
+                      caption="cases: visible/hidden/perf · kernelwright tasks show NAME: instruction, cases")
         widest = max((len(r["name"]) for r in rows), default=4)
         table.add_column("name", no_wrap=True, min_width=widest)  # never cut: it is what you type
         table.add_column("entry point", overflow="fold", ratio=1)
-        for col in ("cases (vis/hid/perf)", "difficulty", "triton ref"):
-            table.add_column(col, overflow="fold")
+        table.add_column("cases", no_wrap=True)
+        table.add_column("level", no_wrap=True, justify="right")
+        table.add_column("triton ref", no_wrap=True)
         for r in rows:
             c = r["cases"]
-            table.add_row(escape(r["name"]), escape(r["entry_point"]), f"{c['visible']}/{c['hidden']}/{c['perf']}",
+            # "torch.Tensor" is most of a signature's width at 80 columns; `tasks show` has it whole
+            entry = r["entry_point"].replace("torch.", "")
+            table.add_row(escape(r["name"]), escape(entry), f"{c['visible']}/{c['hidden']}/{c['perf']}",
                           str(r["difficulty"] or "-"), "yes" if r["triton_reference"] else "-")
         console.print(table)
         if problems:
