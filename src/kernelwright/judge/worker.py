@@ -48,15 +48,15 @@ RETIME_ROUNDS = 2
 GAP_TRIES, GAP_TRIES_SHORT = 3, 8
 # The worker's own clock around each timing block is the check a candidate cannot reach from its
 # process: the wall time a block took beyond the device time it reported (flushes, pads, host round
-# trips) must not exceed the reference's by more than WALL_SLACK_MS per block plus half of the
-# reference's and half of the candidate's reported time (`wall_clock_excess`). A candidate that
-# reports a tenth of its time shows nine times it there; host jitter does not.
+# trips) must not exceed the reference's by more than WALL_SLACK_MS per block, half of that
+# overhead of the reference and a quarter of the candidate's reported time (`wall_clock_excess`).
+# A candidate that reports a tenth of its time shows nine times it there; host jitter does not.
 WALL_SLACK_MS = 5.0
 # While the reference warms up, the candidate has no request: its processes (every thread, every
 # process it started, in any group or session) may use at most this share of that window on the
 # CPU (plus IDLE_CPU_GRACE_S: the clock ticks in 10 ms), else it left work running after its calls.
 # The first perf case's window lasts at least IDLE_WINDOW_S.
-IDLE_CPU_SHARE, IDLE_CPU_GRACE_S, IDLE_WINDOW_S = 0.25, 0.03, 0.3
+IDLE_CPU_SHARE, IDLE_CPU_GRACE_S, IDLE_WINDOW_S = 0.1, 0.02, 0.4
 # KERNELWRIGHT_TRACE=1: one line per judged item on stderr, so a slow task shows where its time
 # goes before its verdict exists (a run cut short by a time limit leaves no stage_seconds).
 TRACE = os.environ.get("KERNELWRIGHT_TRACE", "") not in ("", "0")
@@ -86,8 +86,9 @@ def wall_clock_excess(ref_blocks: list[tuple[float, float]], cand_blocks: list[t
     made-up reply) when `excess` > `slack`."""
     ref_over = sum(w - r for w, r in ref_blocks)
     cand_over = sum(w - r for w, r in cand_blocks)
+    # (noise in either side's device time is in its wall time and its report alike, and cancels)
     slack = WALL_SLACK_MS * max(len(cand_blocks), 1) + 0.5 * max(ref_over, 0.0) \
-        + 0.5 * sum(r for _, r in ref_blocks) + 0.5 * sum(r for _, r in cand_blocks)
+        + 0.25 * sum(r for _, r in cand_blocks)
     return cand_over - ref_over, slack
 
 
@@ -528,8 +529,13 @@ class Worker:
 
     @property
     def _share_gpu(self) -> bool:
-        """Whether a request's children take the GPU lock shared around their GPU work."""
-        return not self._exclusive_held
+        """Whether a request's children take the GPU lock shared around their GPU work: not while
+        this worker holds it exclusively, and never when it is its GPU's only worker (the pool
+        says how many share it: `gpu_workers`). Alone on its GPU, its children then take no lock,
+        step aside at no launch and sync before no compile; its timing turns still take the lock
+        exclusively (uncontended: one flock per task), so another run's checks on the same GPU
+        still wait for them."""
+        return int(self.options.get("gpu_workers", 2)) > 1 and not self._exclusive_held
 
     @contextlib.contextmanager
     def _exclusive(self, task_name: str):
