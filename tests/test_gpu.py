@@ -32,7 +32,18 @@ def test_triton_reference_passes_with_speedup(pool, name):
     perf = [c for c in verdict.cases if c.kind == "performance"]
     assert len(perf) == len(task.perf_cases)
     assert all(c.ci95[0] <= c.speedup <= c.ci95[1] for c in perf)
-    # Triton compiled with the GPU lock let go (the compile hook works on this Triton)
+    # one worker on its GPU: no shared GPU lock, so nothing is compiled "unlocked" (item 6)
+    assert "compile_unlocked" not in verdict.stage_seconds, verdict.stage_seconds
+
+
+def test_shared_gpu_compiles_with_the_lock_let_go():
+    """Two workers on one GPU share it: checks hold the lock shared, and Triton compiles with it
+    let go (the compile hook works on this Triton)."""
+    task = resolve_task("vector_add")
+    options = JudgeOptions(seeds=1, perf=False, call_timeout=30, case_timeout=20, load_timeout=120)
+    with JudgePool("auto", workers=1, options=options, workers_per_device=2) as shared:
+        verdict = shared.judge(task, task.triton_reference)
+    assert verdict.passed, verdict.reason
     assert "compile_unlocked" in verdict.stage_seconds, verdict.stage_seconds
 
 
@@ -58,8 +69,24 @@ def test_bad_candidates_are_contained(pool):
 def test_patched_timers_do_not_fake_a_speedup(pool):
     task = resolve_task("vector_add")
     verdict = pool.judge(task, CANDIDATES / "vector_add" / "timer_patch.py")
-    assert verdict.passed, verdict.reason
-    assert verdict.speedup < 3.0  # a 100x fake would show here
+    assert verdict.kind == "timer_patched" and verdict.speedup is None, verdict.reason
+
+
+@pytest.mark.parametrize("name,kinds", [
+    ("side_stream_long.py", ("timing_cheat", "background_work")),  # long work queued on a side stream
+    ("timer_patch.py", ("timer_patched",)),                         # Event.elapsed_time / 100 (and perf_counter)
+])
+def test_cheats_leave_the_next_verdict_alone(pool, name, kinds):
+    """The cheat fails, and an honest kernel judged right after it gets its usual speedup: nothing
+    the cheat left behind (side-stream work, a patched process) reaches the next timing."""
+    task = resolve_task("vector_add")
+    good = CANDIDATES / "vector_add" / "good.py"
+    before = pool.judge(task, good)
+    cheat = pool.judge(task, CANDIDATES / "vector_add" / name)
+    after = pool.judge(task, good)
+    assert cheat.kind in kinds and cheat.speedup is None, f"{cheat.kind}: {cheat.reason}"
+    assert before.passed and after.passed, (before.reason, after.reason)
+    assert 0.8 < after.speedup / before.speedup < 1.25, (before.speedup, after.speedup)
 
 
 def test_perf_only_cheats_on_gpu(pool):
@@ -67,7 +94,8 @@ def test_perf_only_cheats_on_gpu(pool):
     cases = candidate_expectations("tiny_add", gpu=True)
     verdicts = pool.judge_many([(task, path) for path, _, _ in cases])
     for (path, stage, reason), verdict in zip(cases, verdicts):
-        assert verdict.stage == stage and reason in verdict.reason, (path.name, verdict.stage, verdict.reason)
+        assert verdict.stage == stage and any(r in verdict.reason for r in reason.split("|")), \
+            (path.name, verdict.stage, verdict.reason)
     # Perf shapes are first run (and autotuned) while other workers share the GPU: those choices
     # are dropped, so the timed configs are chosen with the GPU to itself.
     tuned = verdicts[[p.name for p, _, _ in cases].index("autotuned.py")]

@@ -488,6 +488,30 @@ class LaunchCounter:
             self.other += 1
 
 
+_CLOCKS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
+# The harness's own timing code, as this module defined it (filled in below the class).
+_TIMING_METHODS: dict[str, Any] = {}
+
+
+def timing_functions(torch) -> dict[str, Any]:
+    """The clocks and timers a candidate could replace in its process to look fast, by name, as
+    they are now: `time`'s clocks, torch's CUDA events and synchronize, Triton's `do_bench`, and
+    the harness's own timing methods."""
+    found: dict[str, Any] = {f"time.{name}": getattr(time, name, None) for name in _CLOCKS}
+    try:
+        import triton.testing
+
+        found["triton.testing.do_bench"] = getattr(triton.testing, "do_bench", None)
+    except Exception:  # noqa: BLE001
+        pass
+    found["torch.cuda.synchronize"] = torch.cuda.synchronize
+    for name in ("record", "elapsed_time", "synchronize", "query"):
+        found[f"torch.cuda.Event.{name}"] = getattr(torch.cuda.Event, name, None)
+    for name in _TIMING_METHODS:
+        found[f"Harness.{name}"] = getattr(Harness, name, None)
+    return found
+
+
 class Harness:
     def __init__(self, conn: Connection, role: str, task, device: str, options: dict) -> None:
         import torch
@@ -532,6 +556,8 @@ class Harness:
             compile_configs_in_parallel(self.share.compiling, compile_threads_from_env())
             yield_at_launches(self.share)
             self.share.start_nudging()  # and between launches, when a timer waits on a long stretch
+        # What `patched_timers` compares with: taken after our own hooks, before foreign code runs here
+        self._timers = timing_functions(torch)
 
     def _may_synchronise(self) -> bool:
         """Not while a CUDA graph is being captured (an autotuner declared with use_cuda_graph
@@ -1126,9 +1152,25 @@ class Harness:
                        "gap_ms": float(min(gaps)),
                        "warmup_launches": self.counter.own - before, "warmup_calls": calls,
                        "sets": len(self.perf_sets), "slow": slow, "host_sync": host_sync,
-                       "tuned": self.counter.tuned_configs()})
+                       "tuned": self.counter.tuned_configs(), "patched": self.patched_timers()})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("perf_prepare", exc))
+
+    def patched_timers(self) -> list[str]:
+        """The timing functions that are no longer what they were before the candidate was imported
+        (a candidate that patches `time.perf_counter`, `torch.cuda.Event.elapsed_time`, `do_bench`
+        or the harness's own timer references to look fast), by name. This runs inside the
+        candidate's process, so a candidate can defeat it; the worker's own clock around each
+        block is the check it cannot reach (`Worker._time_case`)."""
+        now = timing_functions(self.torch)
+        found = [name for name, original in self._timers.items() if now.get(name) is not original]
+        own = {"_perf_counter": "time.perf_counter"}
+        if self.is_gpu:
+            own.update(_record="torch.cuda.Event.record", _elapsed="torch.cuda.Event.elapsed_time",
+                       _sync="torch.cuda.synchronize")
+        found += [f"Harness.{attr}" for attr, name in own.items()
+                  if self.__dict__.get(attr) is not self._timers.get(name)]
+        return found[:20]
 
     def _nbytes(self, value: Any) -> int:
         torch = self.torch
@@ -1272,7 +1314,7 @@ class Harness:
             before = self.counter.own
             times = self._timed_calls(int(msg["n"]), float(msg.get("pad_ms", 0.0)), only_set)
             self.send({"op": "time_block", "ok": True, "times_ms": times,
-                       "launches": self.counter.own - before,
+                       "launches": self.counter.own - before, "patched": self.patched_timers(),
                        "phase_s": {"replace": round(t1 - t0, 4), "timed": round(self._perf_counter() - t1, 4)}})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("time_block", exc))
@@ -1302,3 +1344,8 @@ class Harness:
         self._pad = None
         self._release_cached_memory()
         self.send({"op": "perf_release", "ok": True})
+
+
+_TIMING_METHODS.update((name, Harness.__dict__[name]) for name in
+                       ("_timed_calls", "_escape_gaps", "_flush_ms", "op_time_block", "op_perf_prepare", "op_gaps",
+                        "patched_timers"))

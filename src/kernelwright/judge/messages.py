@@ -192,6 +192,7 @@ class PerfPrepare(Reply):
     host_sync: bool = False
     phase_s: dict[str, float] = field(default_factory=dict)
     tuned: dict[str, str] = field(default_factory=dict)
+    patched: list[str] = field(default_factory=list)  # timing functions found replaced (see child.patched_timers)
 
 
 @dataclass
@@ -204,6 +205,7 @@ class TimeBlock(Reply):
     times_ms: list[float]
     launches: int
     phase_s: dict[str, float] = field(default_factory=dict)
+    patched: list[str] = field(default_factory=list)
 
 
 @dataclass

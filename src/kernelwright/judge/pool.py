@@ -115,7 +115,7 @@ class WorkerHandle:
     device: seconds), so that many workers start side by side."""
 
     def __init__(self, backend: str, index: int, options: JudgeOptions, start_timeout: float = 600.0,
-                 private: Path | None = None) -> None:
+                 private: Path | None = None, gpu_workers: int = 2) -> None:
         self.backend = backend
         self.index = index
         self.start_timeout = start_timeout
@@ -148,7 +148,8 @@ class WorkerHandle:
         self._conn_lock = threading.Lock()
         # Each child gets a Triton cache of its own side (see worker.Worker.start): the reference's
         # is never a directory a candidate is pointed at, so it cannot plant a compiled kernel there.
-        self.conn.send({"options": {"memory_fraction": options.memory_fraction,
+        # gpu_workers: how many of this pool's workers share the worker's GPU (1: no shared GPU lock)
+        self.conn.send({"options": {"memory_fraction": options.memory_fraction, "gpu_workers": gpu_workers,
                                     "cache_root": str(ensure_private(private / "triton"))}})
 
     def wait_ready(self) -> dict:
@@ -260,6 +261,8 @@ class JudgePool:
             per_device = workers_per_device or default_workers_per_device(self.n_devices)
             n = self.n_devices * max(1, per_device)
         self.n_workers = max(1, n)
+        # workers per GPU: a GPU with one worker needs no shared lock around its checks
+        self.gpu_workers = 1 if self.backend == "cpu" else max(1, self.n_workers // self.n_devices)
         self._workers: list[WorkerHandle | None] = [None] * self.n_workers
         self._free: queue.Queue[int] = queue.Queue()
         for i in range(self.n_workers):
@@ -287,7 +290,7 @@ class JudgePool:
         handle = self._workers[index]
         if handle is None or handle.process.poll() is not None:
             handle = self._spawner.submit(WorkerHandle, self.backend, index % self.n_devices, self.options,
-                                          private=self.private).result()
+                                          private=self.private, gpu_workers=self.gpu_workers).result()
             self._workers[index] = handle
         return handle
 

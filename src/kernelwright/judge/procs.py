@@ -122,3 +122,55 @@ def describe_status(status: int) -> str:
     if os.WIFEXITED(status):
         return f"exited with status {os.WEXITSTATUS(status)}"
     return f"wait status {status}"
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (field 3 onwards), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def descendants(*pids: int) -> list[int]:
+    """Every live descendant of `pids` (children, their children, ...), whatever process group or
+    session they moved to: one scan of /proc."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields and len(fields) > 1:
+                parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], list(pids)
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child not in found:
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def cpu_seconds(pids) -> dict[int, float]:
+    """User + system CPU time used so far by each of the processes `pids` (all its threads; a
+    process that is gone is left out), from /proc/<pid>/stat."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    found = {}
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields and len(fields) > 12:
+            found[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
+    return found
+
+
+def signal_all(pids, sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass

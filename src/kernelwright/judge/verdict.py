@@ -46,6 +46,9 @@ class FailureKind(str, Enum):
     CACHED_RESULT = "cached_result"            # a later call launched nothing
     NONDETERMINISTIC = "nondeterministic"
     TIMING_CHEAT = "timing_cheat"              # escaping the timed stream, below the roofline
+    TIMER_PATCHED = "timer_patched"            # a clock, timer or the harness's timing code replaced in its process
+    TIMING_MISMATCH = "timing_mismatch"        # reported block times far below what the worker's own clock saw
+    BACKGROUND_WORK = "background_work"        # threads or processes still using the CPU after its calls returned
     PERF_MISMATCH = "perf_mismatch"            # wrong values at the timed sizes
     JUDGE_ERROR = "judge_error"
 

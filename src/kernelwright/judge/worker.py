@@ -46,6 +46,17 @@ RETIME_ROUNDS = 2
 # sides, interleaved, before it fails a case: work hidden on a side stream is late every time, a
 # host that wakes up late from a synchronise (other workers compiling) is not.
 GAP_TRIES, GAP_TRIES_SHORT = 3, 8
+# The worker's own clock around each timing block is the check a candidate cannot reach from its
+# process: the wall time a block took beyond the device time it reported (flushes, pads, host round
+# trips) must not exceed the reference's by more than WALL_SLACK_MS per block, half of that
+# overhead of the reference and a quarter of the candidate's reported time (`wall_clock_excess`).
+# A candidate that reports a tenth of its time shows nine times it there; host jitter does not.
+WALL_SLACK_MS = 5.0
+# While the reference warms up, the candidate has no request: its processes (every thread, every
+# process it started, in any group or session) may use at most this share of that window on the
+# CPU (plus IDLE_CPU_GRACE_S: the clock ticks in 10 ms), else it left work running after its calls.
+# The first perf case's window lasts at least IDLE_WINDOW_S.
+IDLE_CPU_SHARE, IDLE_CPU_GRACE_S, IDLE_WINDOW_S = 0.1, 0.02, 0.4
 # KERNELWRIGHT_TRACE=1: one line per judged item on stderr, so a slow task shows where its time
 # goes before its verdict exists (a run cut short by a time limit leaves no stage_seconds).
 TRACE = os.environ.get("KERNELWRIGHT_TRACE", "") not in ("", "0")
@@ -64,6 +75,21 @@ def perf_subset(n: int, limit: int | None) -> set[int]:
     if limit == 1:
         return {n - 1}
     return {round(i * (n - 1) / (limit - 1)) for i in range(limit)}
+
+
+def wall_clock_excess(ref_blocks: list[tuple[float, float]], cand_blocks: list[tuple[float, float]]) -> tuple[float, float]:
+    """(excess, slack) in ms from each side's blocks as (wall ms the worker measured around the
+    request, sum of the call times the child reported). A block's wall time holds its calls plus
+    what both sides do alike (the L2 flushes and pads before each call, replacing the inputs, the
+    round trip); `excess` is how much more of the candidate's wall time its reported times leave
+    unexplained than the reference's do. A timing block is forged (patched timers or harness, a
+    made-up reply) when `excess` > `slack`."""
+    ref_over = max(sum(w - r for w, r in ref_blocks), 0.0)  # (a trusted side's wall time holds its calls)
+    cand_over = sum(w - r for w, r in cand_blocks)
+    # (noise in either side's device time is in its wall time and its report alike, and cancels)
+    slack = WALL_SLACK_MS * max(len(cand_blocks), 1) + 0.5 * ref_over \
+        + 0.25 * sum(r for _, r in cand_blocks)
+    return cand_over - ref_over, slack
 
 
 def reference_varies_note(varied: int) -> str:
@@ -503,8 +529,13 @@ class Worker:
 
     @property
     def _share_gpu(self) -> bool:
-        """Whether a request's children take the GPU lock shared around their GPU work."""
-        return not self._exclusive_held
+        """Whether a request's children take the GPU lock shared around their GPU work: not while
+        this worker holds it exclusively, and never when it is its GPU's only worker (the pool
+        says how many share it: `gpu_workers`). Alone on its GPU, its children then take no lock,
+        step aside at no launch and sync before no compile; its timing turns still take the lock
+        exclusively (uncontended: one flock per task), so another run's checks on the same GPU
+        still wait for them."""
+        return int(self.options.get("gpu_workers", 2)) > 1 and not self._exclusive_held
 
     @contextlib.contextmanager
     def _exclusive(self, task_name: str):
@@ -790,6 +821,43 @@ class Worker:
         # the reference processes, and the spare one (forked ahead when a reference was reused)
         keep = {c.pid for c in [*self.references.values(), self.spare_reference] if c is not None and c.alive}
         procs.kill_strays(keep)
+
+    def _candidate_tree(self, cand: ChildProcess) -> list[int]:
+        """The candidate's process and every process it started, wherever they went: its
+        descendants (in any process group or session), and orphans re-parented to this worker (a
+        subreaper) that are none of the worker's own children."""
+        from . import procs
+
+        if not isinstance(getattr(cand, "pid", None), int) or cand.pid <= 0:  # a child played by a test
+            return []
+        own = {c.pid for c in [*self.references.values(), self.spare, self.spare_reference] if c is not None}
+        roots = [p for p in procs.children_of(os.getpid()) if p not in own or p == cand.pid]
+        if cand.pid not in roots and cand.alive:
+            roots.append(cand.pid)
+        return roots + procs.descendants(*roots)
+
+    def _pause_candidate(self, cand: ChildProcess) -> list[int]:
+        """SIGSTOP the candidate's group and every process of its tree outside it (a subprocess
+        that started its own session, a daemon re-parented to this worker): nothing it left
+        running may share the host with the other side's timing. Returns what to resume."""
+        from . import procs
+
+        cand.pause()
+        others: list[int] = []
+        for _ in range(2):  # a process outside the group may fork while we stop it: look again
+            found = [p for p in self._candidate_tree(cand) if p != cand.pid and p not in others]
+            if not found:
+                break
+            procs.signal_all(found, signal.SIGSTOP)
+            others += found
+        return others
+
+    @staticmethod
+    def _resume_candidate(cand: ChildProcess, others: list[int]) -> None:
+        from . import procs
+
+        procs.signal_all(others, signal.SIGCONT)
+        cand.resume()
 
     def _ask(self, child: ChildProcess, msg: dict, timeout: float, doing: str, stage: str) -> dict:
         """Send one request and return the reply. A failing candidate becomes a `CaseFailed` for
@@ -1191,10 +1259,29 @@ class Worker:
             mark = time.monotonic()
             self._spot_check(task, ref, cand, verdict, opts, pi)
             checked[pi] = round(time.monotonic() - mark, 4)
+        from . import procs
+
         now = time.monotonic()
         marks = [now - checked[pi], now]  # phases: where a suite's perf time goes
-        ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
         cand_prep = self._ask(cand, prep_msg, timeout, f"warming up on {label}", stage)
+        if cand_prep.patched:
+            raise self._patched_failure(label, cand_prep.patched)
+        # The candidate has no request while the reference warms up: whatever CPU its processes
+        # use meanwhile is work it left running after its calls (threads, subprocesses).
+        tree = self._candidate_tree(cand)
+        cpu_before, idle_from = procs.cpu_seconds(tree), time.monotonic()
+        ref_prep = self._ask(ref, prep_msg, timeout, f"warming up on {label}", stage)
+        first_case = not any(c.kind == "performance" and c.timing for c in verdict.cases)
+        if first_case and time.monotonic() - idle_from < IDLE_WINDOW_S:
+            time.sleep(IDLE_WINDOW_S - (time.monotonic() - idle_from))
+        window = time.monotonic() - idle_from
+        cpu_after = procs.cpu_seconds(set(tree) | set(self._candidate_tree(cand)))
+        used = sum(t - cpu_before.get(p, 0.0) for p, t in cpu_after.items())
+        if used > IDLE_CPU_SHARE * window + IDLE_CPU_GRACE_S:
+            raise CaseFailed(stage, f"{label}: the candidate's processes used {used:.2f} s of CPU in the "
+                             f"{window:.2f} s after its calls returned, with no call in flight (threads or "
+                             f"processes it left running: {len(cpu_after)} process(es) in its tree); they "
+                             "would run next to the timing of the reference", kind="background_work")
         # Both sides get the same GPU-side pad before each timed call (the larger host need).
         pad_ms = max(ref_prep.pad_ms, cand_prep.pad_ms)
         marks.append(time.monotonic())
@@ -1240,25 +1327,36 @@ class Worker:
         child_s = {f"{who}_{k}": v for who, prep in (("ref", ref_prep), ("cand", cand_prep))
                    for k, v in prep.phase_s.items()}
 
+        walls: dict[str, list[tuple[float, float]]] = {}  # side -> (wall ms, reported ms) per block
+
         def time_blocks(round_no: int) -> tuple[list, list]:
             ref_blocks, cand_blocks = [], []
+            walls.clear()
             for b in range(opts["perf_blocks"]):
                 order = [(ref, ref_blocks, cand), (cand, cand_blocks, ref)]
                 replace_seed = seed * 131 + round_no * opts["perf_blocks"] + b
                 for side, blocks, other in (order if b % 2 == 0 else order[::-1]):
-                    other.pause()
+                    stopped = self._pause_candidate(other) if other is cand else other.pause()
                     try:
+                        asked = time.monotonic()
                         block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": replace_seed,
                                                  "pad_ms": pad_ms, "only_set": b if slow else None},
                                           timeout, f"timing {label}", stage)
+                        wall_ms = (time.monotonic() - asked) * 1e3
                     finally:
-                        other.resume()
+                        if other is cand:
+                            self._resume_candidate(cand, stopped)
+                        else:
+                            other.resume()
                     if len(block.times_ms) != n:
                         raise self._failure(side, stage, f"timing {label}", f"unreadable reply: {len(block.times_ms)} "
                                             f"times for {n} timed calls", "protocol")
+                    if side is cand and block.patched:
+                        raise self._patched_failure(label, block.patched)
                     if side is cand and block.launches < n:
                         raise CaseFailed(stage, f"{label}: only {block.launches} kernel launches in {n} "
                                          "timed calls (results cached across calls?)", kind="cached_result")
+                    walls.setdefault("cand" if side is cand else "ref", []).append((wall_ms, sum(block.times_ms)))
                     blocks.append(block.times_ms)
                     for k, v in block.phase_s.items():
                         child_s[f"block_{k}"] = round(child_s.get(f"block_{k}", 0.0) + v, 4)
@@ -1269,14 +1367,25 @@ class Worker:
         # us, and one such case made a reference 3x faster than itself). Host-synchronising calls
         # vary with CPU load by nature and are flagged instead. The case is timed again, in the
         # same turn, and the first round whose blocks agree is kept.
+        # A round whose candidate blocks took far longer on the worker's clock than the candidate
+        # reported (see `wall_clock_excess`) is timed again too; every round so is a forged timing.
         rounds, disturbed = 0, []
         while True:
             ref_blocks, cand_blocks = time_blocks(rounds)
             disturbed = [who for who, prep, blocks in (("reference", ref_prep, ref_blocks),
                                                        ("candidate", cand_prep, cand_blocks))
                          if not prep.host_sync and block_spread(blocks) > BLOCK_SPREAD_LIMIT]
-            if not disturbed or rounds == RETIME_ROUNDS:
+            excess, slack = wall_clock_excess(walls["ref"], walls["cand"])
+            if excess <= slack and (not disturbed or rounds == RETIME_ROUNDS):
                 break
+            if excess > slack and rounds == RETIME_ROUNDS:
+                reported = sum(r for _, r in walls["cand"])
+                raise CaseFailed(stage, f"{label}: the candidate's timing blocks took {excess:.1f} ms more on the "
+                                 f"judge's own clock than its reported times ({reported:.1f} ms in all) explain, "
+                                 f"beyond what the reference's blocks left unexplained (allowed {slack:.1f} ms), in "
+                                 f"{RETIME_ROUNDS + 1} rounds of {opts['perf_blocks']} blocks: its process reported less "
+                                 "time than it took (patched timers or harness, or a forged reply)",
+                                 kind="timing_mismatch")
             rounds += 1
         marks.append(time.monotonic())
         for side in (ref, cand):
@@ -1294,6 +1403,8 @@ class Worker:
                                     "one_set_per_block": slow,
                                     "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                     "escape_gap_ms": {"ref": ref_gap, "cand": cand_gap},
+                                    "wall_excess_ms": [round(excess, 3), round(slack, 3)],
+                                    "idle_cpu_s": [round(used, 3), round(window, 3)],
                                     "pad_ms": pad_ms, "autotuners_reset": retuned,
                                     "host_sync": {"ref": ref_prep.host_sync, "cand": cand_prep.host_sync},
                                     "tuned": {"ref": ref_prep.tuned, "cand": cand_prep.tuned},
@@ -1321,6 +1432,12 @@ class Worker:
                 raise CaseFailed(stage, f"{label}: faster than the hardware allows "
                                  f"({timing.cand_ms:.4f} ms < roofline {bound:.4f} ms): "
                                  "suspect a cheat, a cached result or a wrong cost model", kind="timing_cheat")
+
+    @staticmethod
+    def _patched_failure(label: str, names: list[str]) -> CaseFailed:
+        listed = ", ".join(n[:80] for n in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        return CaseFailed("performance", f"{label}: the candidate replaced timing functions in its process "
+                          f"({listed}): its own timings cannot be trusted", kind="timer_patched")
 
     def _check_spot(self, task, label: str, expected, got, compare_tensor) -> None:
         """The candidate's `CandidateSpot` against the reference's `ReferenceSpot` of one perf case."""

@@ -1,10 +1,11 @@
-# expect: passed
+# expect: performance "replaced timing functions"
 # requires: gpu
 import torch
 import triton
 import triton.language as tl
 
-# Tries to make every measurement look 100x faster; the judge took its own timer references first.
+# Tries to make every measurement look 100x faster; the judge took its own timer references first,
+# and fails a candidate whose process replaced them (timer_patched).
 _elapsed = torch.cuda.Event.elapsed_time
 torch.cuda.Event.elapsed_time = lambda self, end: _elapsed(self, end) / 100.0
 import time as _time  # noqa: E402
