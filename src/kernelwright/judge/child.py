@@ -567,6 +567,11 @@ class Harness:
         ("waiting") and when it has it ("got"), and stops the clock in between."""
         self.conn.send_bytes(wire.encode({"op": "gpu_lock", "state": state, "seq": self._seq}))
 
+    def _compiled_s(self) -> float:
+        """Seconds this process has spent compiling Triton kernels so far (compilewatch)."""
+        watch = getattr(self, "watch", None)
+        return watch.seconds if watch is not None else 0.0
+
     def _tell_notice(self, msg: dict) -> None:
         """A compile or tune notice (compilewatch), numbered as the request being worked on."""
         self.conn.send_bytes(wire.encode({**msg, "seq": self._seq}))
@@ -750,10 +755,10 @@ class Harness:
                 if self.role == "candidate":
                     reply = self._run_candidate_item(item)
                 else:
-                    began, compiled = self._perf_counter(), self.watch.seconds
+                    began, compiled = time.perf_counter(), self._compiled_s()
                     reply = self._run_reference_item(item)
                     if reply.get("ok") and "skipped" not in reply:  # the candidate's limit scales from it
-                        reply["run_s"] = max(0.0, self._perf_counter() - began - (self.watch.seconds - compiled))
+                        reply["run_s"] = max(0.0, time.perf_counter() - began - (self._compiled_s() - compiled))
                 reply_ok = bool(reply.get("ok"))
                 # Inside the hold: encoding copies the outputs off the GPU (and may launch a kernel
                 # for a strided one), and returning the cache to the driver unmaps memory; neither
