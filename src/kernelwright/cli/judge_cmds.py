@@ -201,6 +201,7 @@ def eval_command(
         seeds=seeds, seed=seed, perf=perf, baseline=baseline, perf_blocks=blocks,
         load_timeout=defaults.load_timeout * timeout_scale, call_timeout=defaults.call_timeout * timeout_scale,
         case_timeout=defaults.case_timeout * timeout_scale, perf_timeout=defaults.perf_timeout * timeout_scale,
+        compile_timeout=defaults.compile_timeout * timeout_scale, run_timeout=defaults.run_timeout * timeout_scale,
     )
     try:
         backend, _ = detect_backend(device)

@@ -98,7 +98,8 @@ def judge_suite_command(
     options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases,
                            **TIMING_PROFILES[timing],
                            **{name: getattr(defaults, name) * timeout_scale
-                              for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout")})
+                              for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout",
+                                           "compile_timeout", "run_timeout")})
     err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line
     interrupted = False
     started = time.monotonic()

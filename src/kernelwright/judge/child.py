@@ -30,6 +30,7 @@ from typing import Any, Callable, NoReturn
 from . import procs, wire
 from .envknobs import env_numbers
 from .provenance import EntryCalls, KernelMemory, tracking_copies
+from .compilewatch import CompileWatch, both
 from .gpulock import SharedHold, release_during_compile, yield_at_launches
 from .patching import wrap_once
 from .precompile import compile_configs_in_parallel, compile_threads_from_env
@@ -550,10 +551,14 @@ class Harness:
         # Checks hold the GPU lock shared around their own GPU work only, never while compiling
         # (installed before any foreign code can define or bind a kernel).
         self.share = SharedHold(device, self._sync, self._tell_waited, self._may_synchronise)
+        # The worker is told when this process compiles, so compiling gets its own (generous)
+        # limit and running a short one (compilewatch); before release_during_compile: inside it.
+        self.watch = CompileWatch(self._tell_notice)
+        self.watch.install()
         shortlist_at_timing_turns()  # before compile_configs_in_parallel: what is compiled ahead is what is tried
         if self.is_gpu:
             release_during_compile(self.share)
-            compile_configs_in_parallel(self.share.compiling, compile_threads_from_env())
+            compile_configs_in_parallel(both(self.share.compiling, self.watch.span), compile_threads_from_env())
             yield_at_launches(self.share)
             self.share.start_nudging()  # and between launches, when a timer waits on a long stretch
         # What `patched_timers` compares with: taken after our own hooks, before foreign code runs here
@@ -587,6 +592,15 @@ class Harness:
         """The worker's timeouts measure work: it is told when this process queues for the GPU
         ("waiting") and when it has it ("got"), and stops the clock in between."""
         self.conn.send_bytes(wire.encode({"op": "gpu_lock", "state": state, "seq": self._seq}))
+
+    def _compiled_s(self) -> float:
+        """Seconds this process has spent compiling Triton kernels so far (compilewatch)."""
+        watch = getattr(self, "watch", None)
+        return watch.seconds if watch is not None else 0.0
+
+    def _tell_notice(self, msg: dict) -> None:
+        """A compile or tune notice (compilewatch), numbered as the request being worked on."""
+        self.conn.send_bytes(wire.encode({**msg, "seq": self._seq}))
 
     def serve(self) -> None:
         self.send({"op": "ready", **self._init_device()})
@@ -767,7 +781,10 @@ class Harness:
                 if self.role == "candidate":
                     reply = self._run_candidate_item(item)
                 else:
+                    began, compiled = time.perf_counter(), self._compiled_s()
                     reply = self._run_reference_item(item)
+                    if reply.get("ok") and "skipped" not in reply:  # the candidate's limit scales from it
+                        reply["run_s"] = max(0.0, time.perf_counter() - began - (self._compiled_s() - compiled))
                 reply_ok = bool(reply.get("ok"))
                 # Inside the hold: encoding copies the outputs off the GPU (and may launch a kernel
                 # for a strided one), and returning the cache to the driver unmaps memory; neither

@@ -130,6 +130,9 @@ class ReferenceRun(Reply):
     # that launched no kernel of its own file, a PyTorch one)
     from_kernel: Optional[list[bool]] = None
     names: Optional[list[str]] = None
+    # the item's seconds outside Triton compiles, measured by the (trusted) reference process:
+    # the candidate's running limit on the same item is scaled from it
+    run_s: Optional[float] = None
 
     def check(self) -> None:
         _same_length(self, "reference", "meta")
@@ -211,6 +214,43 @@ class TimeBlock(Reply):
 @dataclass
 class Retune(Reply):
     autotuners: int
+
+
+# -- notices ------------------------------------------------------------------------------------
+# A child sends these of its own accord while it works on a request, so the worker's clock can
+# tell compiling from running (`ChildProcess.recv`). A candidate can forge them: what a forgery
+# buys is bounded there (a compile span by `compile_timeout`, tuning allowances by the request's
+# cap), never an endless clock.
+@dataclass
+class CompileNotice:
+    """"start" when this process begins compiling Triton kernels (`triton.compiler.compile`, a
+    kernel's launcher build, a batch of autotuner configs compiled ahead), "end" when it stops."""
+    op: str
+    state: str
+
+    def check(self) -> None:
+        if self.state not in ("start", "end"):
+            raise MessageError(f"a compile notice of state {_short(self.state)}")
+
+
+@dataclass
+class TuneNotice:
+    """An autotuner is about to benchmark one config: one more config's allowance of running time."""
+    op: str
+
+
+_NOTICES: dict[str, type] = {"compile": CompileNotice, "tune": TuneNotice}
+
+
+def parse_notice(raw: Any) -> "CompileNotice | TuneNotice | None":
+    """The typed notice `raw` is, None when it is no notice (a reply, or a `gpu_lock` notice,
+    which the channel reads itself); `MessageError` for a malformed one."""
+    if not isinstance(raw, dict):
+        return None
+    cls = _NOTICES.get(raw.get("op")) if isinstance(raw.get("op"), str) else None
+    if cls is None:
+        return None
+    return _build(cls, raw)
 
 
 # op -> the message class of an ok reply, by the role of the child that sends it

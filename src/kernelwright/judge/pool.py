@@ -47,10 +47,23 @@ class JudgeOptions:
     seed: int | None = None           # base seed for a reproducible run (default: fresh random seeds)
     perf: bool | None = None          # None: measure on GPUs, skip under the CPU interpreter
     baseline: str = "torch"           # what speedups are measured against: "torch" or "triton"
-    load_timeout: float = 120.0       # start a child, import the candidate
-    call_timeout: float = 300.0       # first call: includes JIT compilation and autotuning
-    case_timeout: float = 60.0        # every later correctness call
-    perf_timeout: float = 300.0       # each performance request (warm-up, one timing block...)
+    # Time limits, in seconds. A child tells its worker when it compiles Triton kernels (compile
+    # notices, judge/compilewatch.py), so every request's time is split: *compiling* is bounded by
+    # compile_timeout per request, *running* (host code, kernels, autotuners' benchmarks) by the
+    # limits below, and queueing for the GPU lock behind a timing turn counts for neither.
+    # The candidate's running limit on one item (its import, the first call, each later
+    # correctness call) is max(run_timeout, run_timeout_factor x the reference's own running time
+    # on that item), plus tune_config_s per autotuner config it benchmarks, at most the stage's
+    # cap (load_timeout, call_timeout, case_timeout): a host loop or a kernel that never ends is
+    # judged a timeout after about run_timeout (30 s), a slow compile may take minutes.
+    load_timeout: float = 120.0       # start a child; cap of an import's running time (run_timeout applies)
+    call_timeout: float = 300.0       # cap of the first call's running time (autotuning included)
+    case_timeout: float = 60.0        # cap of every later correctness call's running time
+    perf_timeout: float = 300.0       # each performance request's running time (warm-up, one timing block...)
+    compile_timeout: float = 600.0    # Triton compiling, per request (a legitimately slow compile takes minutes)
+    run_timeout: float = 30.0         # floor of a candidate item's running limit
+    run_timeout_factor: float = 50.0  # x the reference's running time on the same item, if that is longer
+    tune_config_s: float = 1.0        # running time added per autotuner config benchmarked (up to the cap)
     perf_blocks: int = 10             # interleaved blocks per side and perf case
     perf_input_sets: int = 3          # rotating input sets
     block_ms: float = 40.0            # target duration of one timing block
@@ -230,8 +243,10 @@ def job_timeout(task: Task, opts: dict) -> float:
     n_items = len(task.correctness_cases) * opts["seeds"] + 1
     perf_requests = len(task.perf_cases) * (2 * opts["perf_blocks"] + 8) if opts["perf"] else 0
     # Capped at a week: a task with thousands of perf cases must not overflow poll()'s timeout.
+    # every request may also compile, for up to compile_timeout: the first few of each stage do
+    compiles = (4 + len(task.perf_cases) * 2) * opts.get("compile_timeout", 0.0)
     return min(opts["load_timeout"] * 3 + opts["call_timeout"] + opts["case_timeout"] * n_items * 2
-               + opts["perf_timeout"] * perf_requests + 60 + MAX_LOCK_CREDIT_S, 7 * 24 * 3600.0)
+               + opts["perf_timeout"] * perf_requests + compiles + 60 + MAX_LOCK_CREDIT_S, 7 * 24 * 3600.0)
 
 
 def default_workers_per_device(n_devices: int) -> int:

@@ -143,6 +143,21 @@ def not_from_kernel_problem(not_from_kernel: list[int], ref_from_kernel: list[bo
             "next to a token launch?)", {"not_from_kernel": bad}, "output_not_from_kernel")
 
 
+def running_limit(opts: dict, cap: float, reference_s: float | None) -> tuple[float, str]:
+    """The candidate's running time allowed on one item (compiling is bounded apart, by
+    `compile_timeout`), and how it was chosen: `run_timeout`, or `run_timeout_factor` times the
+    reference's own running time on the same item where that is known, whichever is longer, at
+    most `cap` (`call_timeout` for the first call, `case_timeout` after it). See JudgeOptions."""
+    floor = float(opts.get("run_timeout", cap))
+    factor = float(opts.get("run_timeout_factor", 0.0))
+    base = max(floor, factor * reference_s) if reference_s is not None else floor
+    limit = min(cap, base)
+    why = (f"run_timeout_factor {factor:g} x the reference's {reference_s:.3g} s on this item"
+           if reference_s is not None and factor * reference_s > floor else f"run_timeout {floor:g} s")
+    return limit, (f"running limit {limit:g} s: {why}, at most {cap:g} s; compiling is limited apart"
+                   if limit < cap else f"running limit {cap:g} s, this stage's cap; compiling is limited apart")
+
+
 class ChildFailure(Exception):
     """A child did not answer: it timed out, died, or sent something unreadable."""
 
@@ -163,6 +178,10 @@ class ChildProcess:
 
     # (seq, op) of the requests sent and not yet answered; None for a child played by a test
     pending: deque | None = None
+    # the most seconds of compiling per reply, and the running time an autotuner config adds
+    # (set per verdict from JudgeOptions: `Worker._judge`)
+    compile_timeout: float = 600.0
+    tune_config_s: float = 1.0
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -211,32 +230,42 @@ class ChildProcess:
         except (BrokenPipeError, ConnectionResetError, OSError):
             raise self._death("receiving a request") from None
 
-    def recv(self, timeout: float, doing: str) -> dict:
-        """The next reply, within `timeout` seconds of work. Between a child's `gpu_lock` notices
-        "waiting" and "got" (it queues for the shared GPU lock behind a timing turn) the clock
-        stops, for at most `MAX_LOCK_CREDIT_S` per reply: a forged notice can delay a verdict by
-        that much, never stop the clock for good."""
+    def recv(self, timeout: float, doing: str, cap: float | None = None, note: str = "") -> dict:
+        """The next reply, within `timeout` seconds of running. The child's notices split the
+        time (`compilewatch`, `messages.CompileNotice`): between "compile" start and end it is
+        compiling, bounded by `compile_timeout` per reply instead; each "tune" notice (an
+        autotuner benchmarks one more config) adds `tune_config_s` of running time, up to `cap`
+        (default: `timeout`, no allowance). Between `gpu_lock` notices "waiting" and "got" (it
+        queues for the shared GPU lock behind a timing turn) the clock stops, for at most
+        `MAX_LOCK_CREDIT_S` per reply: a forged notice can delay a verdict by that much, and a
+        forged compile span by `compile_timeout`, never stop the clock for good. `note` says,
+        in a timeout's reason, how the running limit was chosen."""
         from . import wire
+        from .messages import MessageError, parse_notice
 
-        deadline = time.monotonic() + timeout
-        credit = 0.0
-        waiting_since: float | None = None
+        cap = timeout if cap is None else max(cap, timeout)
+        limit = timeout  # running seconds allowed, grown by tune notices up to `cap`
+        ran = compiled = credit = 0.0
+        compiling = waiting = False
+        mark = time.monotonic()
         while True:
             now = time.monotonic()
-            if waiting_since is None:
-                budget = deadline - now
+            elapsed = now - mark
+            if waiting:
+                budget = MAX_LOCK_CREDIT_S - credit - elapsed
+            elif compiling:
+                budget = self.compile_timeout - compiled - elapsed
             else:
-                budget = MAX_LOCK_CREDIT_S - credit - (now - waiting_since)
+                budget = limit - ran - elapsed
             try:
                 if not self.conn.poll(max(0.0, budget)):
                     self.dump_stacks()
                     self.kill()
-                    if waiting_since is not None:
-                        reason = f"waited more than {MAX_LOCK_CREDIT_S:g} s for the GPU while {doing}"
-                    else:
-                        waited = f" (plus {credit:.0f} s queueing for the GPU)" if credit >= 1 else ""
-                        reason = f"timed out after {timeout:g} s{waited} while {doing}"
-                    raise ChildFailure("timeout", reason, self.log_tail())
+                    raise ChildFailure("timeout", self._timeout_reason(
+                        "waiting" if waiting else "compiling" if compiling else "running",
+                        limit, ran + (0 if waiting or compiling else elapsed),
+                        compiled + (elapsed if compiling and not waiting else 0),
+                        credit + (elapsed if waiting else 0), doing, note), self.log_tail())
                 reply = wire.decode(wire.read_frame(self.conn.fileno(), MAX_REPLY_BYTES),
                                     share=True)  # a fresh buffer, ours alone
             except (EOFError, ConnectionResetError, OSError):
@@ -248,16 +277,31 @@ class ChildProcess:
             except wire.WireError as exc:  # an oversized or malformed reply
                 self.kill()
                 raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
-            if isinstance(reply, dict) and reply.get("op") == "gpu_lock":
-                now = time.monotonic()
-                if reply.get("state") == "waiting" and waiting_since is None:
-                    waiting_since = now
-                elif reply.get("state") == "got" and waiting_since is not None:
-                    credit += now - waiting_since
-                    deadline += now - waiting_since
-                    waiting_since = None
-                continue
-            break
+            is_lock = isinstance(reply, dict) and reply.get("op") == "gpu_lock"
+            try:
+                notice = None if is_lock else parse_notice(reply)
+            except MessageError as exc:
+                self.kill()
+                raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
+            if not is_lock and notice is None:
+                break
+            now = time.monotonic()
+            if waiting:  # charge the stretch since the last notice to what it was
+                credit += now - mark
+            elif compiling:
+                compiled += now - mark
+            else:
+                ran += now - mark
+            mark = now
+            if is_lock:
+                if reply.get("state") == "waiting":
+                    waiting = True
+                elif reply.get("state") == "got":
+                    waiting = False
+            elif notice.op == "compile":
+                compiling = notice.state == "start"
+            else:  # one more autotuner config to benchmark
+                limit = min(cap, limit + self.tune_config_s)
         if self.pending is not None:
             self._match(reply, doing)
         stats = reply.pop("gpu_lock_s", None) if isinstance(reply, dict) else None
@@ -278,9 +322,25 @@ class ChildProcess:
             self.kill()
             raise ChildFailure("protocol", f"unreadable reply while {doing}: {problem}", self.log_tail())
 
-    def request(self, msg: dict, timeout: float, doing: str) -> dict:
+    def request(self, msg: dict, timeout: float, doing: str, cap: float | None = None, note: str = "") -> dict:
         self.send(msg)
-        return self.recv(timeout, doing)
+        return self.recv(timeout, doing, cap, note)
+
+    def _timeout_reason(self, phase: str, limit: float, ran: float, compiled: float, queued: float,
+                        doing: str, note: str) -> str:
+        """What ran out, and for how long each part of the reply's time went."""
+        if phase == "waiting":
+            return f"waited more than {MAX_LOCK_CREDIT_S:g} s for the GPU while {doing}"
+        parts = [f"{compiled:.1f} s compiling"] if compiled >= 0.1 and phase == "running" else []
+        parts += [f"{ran:.1f} s running"] if phase == "compiling" and ran >= 0.1 else []
+        parts += [f"{queued:.0f} s queueing for the GPU"] if queued >= 1 else []
+        plus = f" (plus {', '.join(parts)})" if parts else ""
+        if phase == "compiling":
+            return (f"timed out after {self.compile_timeout:g} s compiling Triton kernels{plus} while {doing} "
+                    "(a compile that never ends?)")
+        how = f"; {note}" if note else ""
+        return (f"timed out after {limit:g} s running{plus} while {doing}{how} "
+                "(an infinite loop in host code, or a kernel that never terminates?)")
 
     def _death(self, doing: str) -> ChildFailure:
         from . import procs
@@ -520,6 +580,7 @@ class Worker:
         self._lock_stats: dict[str, float] = {}  # this verdict's children: GPU lock waits, unlocked compiles
         self._longest_hold: tuple[float, str] = (0.0, "")
         self._ref_launches = 0
+        self._opts: dict | None = None  # the verdict being judged's options (its children's limits)
         # whether the last verdict failed for want of memory, on either side (the failure's kind,
         # from the exception class a child reported: never the words of a reason)
         self._ran_out_of_memory = False
@@ -644,12 +705,20 @@ class Worker:
         if child is None or not child.alive:
             child = self._fork("candidate", task)
         child.task = task
+        self._apply_limits(child)
         return child
+
+    def _apply_limits(self, child: ChildProcess) -> None:
+        """This verdict's compile limit and tuning allowance (JudgeOptions) on `child`'s clock."""
+        opts = self._opts or {}
+        child.compile_timeout = float(opts.get("compile_timeout", ChildProcess.compile_timeout))
+        child.tune_config_s = float(opts.get("tune_config_s", ChildProcess.tune_config_s))
 
     def _reference_child(self, task, baseline_path: str | None, timeout: float) -> ChildProcess:
         key = (task.ref, baseline_path)
         child = self.references.get(key)
         if child is not None and child.alive:
+            self._apply_limits(child)
             return child
         for other in self.references.values():  # one task's reference at a time: GPU memory
             other.close()
@@ -659,6 +728,7 @@ class Worker:
         if child is None or not child.alive:
             child = self._fork("reference", task)
         child.task = task
+        self._apply_limits(child)
         from .messages import ErrorReply, MessageError, parse_reply
 
         try:
@@ -728,6 +798,7 @@ class Worker:
         from .verdict import JUDGE_ERROR, PASSED, Verdict
 
         opts = dict(request["options"], probe=task.ref not in self.no_probe)
+        self._opts = opts  # (the children's clocks read their limits from it)
         self._ran_out_of_memory = False
         self._probe_failures = []
         self._perf_bytes = {}
@@ -859,11 +930,13 @@ class Worker:
         procs.signal_all(others, signal.SIGCONT)
         cand.resume()
 
-    def _ask(self, child: ChildProcess, msg: dict, timeout: float, doing: str, stage: str) -> dict:
+    def _ask(self, child: ChildProcess, msg: dict, timeout: float, doing: str, stage: str,
+             cap: float | None = None, note: str = "") -> dict:
         """Send one request and return the reply. A failing candidate becomes a `CaseFailed` for
-        `stage`; a failing reference becomes a `JudgeError` (not the candidate's fault)."""
+        `stage`; a failing reference becomes a `JudgeError` (not the candidate's fault).
+        `timeout` is running time (compiling is bounded apart); `cap` and `note`: see `recv`."""
         try:
-            raw = child.request(msg, timeout, doing)
+            raw = child.request(msg, timeout, doing, cap, note)
         except ChildFailure as exc:
             raise self._failure(child, stage, doing, exc.reason, exc.kind, log_tail=exc.log_tail) from None
         return self._parsed(child, raw, msg["op"], doing, stage)
@@ -894,7 +967,7 @@ class Worker:
             return JudgeError(f"the task's reference failed while {doing}: {error}\n{detail}{log_tail}",
                               error_kind(reply, False) if kind == "error" and reply is not None else "")
         if kind == "timeout":
-            reason = f"{error} (an infinite loop in host code, or a kernel that never terminates?)"
+            reason = error  # recv's reason says what ran out (compiling, running, queueing)
         elif kind == "error":
             reason = f"the candidate {classify_error(error)}: {error}"
         elif kind == "crash" and last_lines(log_tail):
@@ -922,9 +995,11 @@ class Worker:
             cand.ready(opts["load_timeout"])
         except ChildFailure as exc:
             raise self._failure(cand, "call", "starting", exc.reason, exc.kind, log_tail=exc.log_tail) from None
+        limit = min(opts["load_timeout"], opts.get("run_timeout", opts["load_timeout"]))
         self._ask(cand, {"op": "load", "path": verdict.candidate, "task_ref": task.ref,
                          "gpu_lock": self._share_gpu},
-                  opts["load_timeout"], "importing the candidate", "call")
+                  limit, "importing the candidate", "call", cap=opts["load_timeout"],
+                  note=f"running limit {limit:g} s: run_timeout, at most load_timeout; compiling is limited apart")
         if self._exclusive_held:  # judged again alone after running out of memory next to others
             self._candidate_memory_cap(cand, 1.0, opts, "call")
 
@@ -983,8 +1058,11 @@ class Worker:
                     continue
                 item = dict(item, poison_sizes=[m.nbytes for m in expected.meta])
                 mark = time.monotonic()
+                limit, note = running_limit(opts, opts["call_timeout"] if n == 0 else opts["case_timeout"],
+                                            getattr(expected, "run_s", None))
                 got = self._ask(cand, {"op": "run", "items": [item], "gpu_lock": self._share_gpu},
-                                opts["call_timeout"] if n == 0 else opts["case_timeout"], f"running {label}", stage)
+                                limit, f"running {label}", stage,
+                                cap=opts["call_timeout"] if n == 0 else opts["case_timeout"], note=note)
                 cand_s, mark = time.monotonic() - mark, time.monotonic()
                 if n == 0:
                     verdict.call = True
