@@ -26,7 +26,7 @@ class ScriptedChild:
     def resume(self) -> None:
         pass
 
-    def request(self, msg: dict, timeout: float, doing: str) -> dict:
+    def request(self, msg: dict, timeout: float, doing: str, cap=None, note: str = "") -> dict:
         if msg["op"] == "perf_prepare":
             return {"ok": True, "est_ms": self.call_ms, "flush_ms": 0.01, "pad_ms": 0.02, "gap_ms": 0.01,
                     "warmup_launches": 3, "warmup_calls": 3, "sets": 3, "host_sync": self.host_sync}
@@ -73,7 +73,7 @@ class DisturbedChild(ScriptedChild):
         super().__init__(call_ms)
         self.disturbed_rounds, self.always, self.blocks = disturbed_rounds, always, 0
 
-    def request(self, msg: dict, timeout: float, doing: str) -> dict:
+    def request(self, msg: dict, timeout: float, doing: str, cap=None, note: str = "") -> dict:
         reply = super().request(msg, timeout, doing)
         if msg["op"] == "time_block":
             self.blocks += 1
@@ -125,7 +125,7 @@ class GapChild(ScriptedChild):
         super().__init__(call_ms)
         self.gaps, self.asked = list(gaps), 0
 
-    def request(self, msg: dict, timeout: float, doing: str) -> dict:
+    def request(self, msg: dict, timeout: float, doing: str, cap=None, note: str = "") -> dict:
         reply = super().request(msg, timeout, doing)
         if msg["op"] in ("perf_prepare", "gaps"):
             self.asked += msg["op"] == "gaps"
