@@ -112,6 +112,60 @@ def guarded_allocations(torch, device_type: str, byte: int, zone_bytes: int = AL
     return GuardedAllocations()
 
 
+# Inputs are checked for mutation by digest, not by shipping copies of them to the worker (an
+# 8 GiB KernelBench input made a reply over the 4 GiB frame limit). Words per slice of the digest:
+# its temporaries are a few slices, whatever the input's size.
+DIGEST_CHUNK_WORDS = 1 << 22
+_DIGEST_MUL = 0x9E3779B97F4A7C15 - (1 << 64)  # as a signed int64
+_digest_weights: dict[str, Any] = {}
+
+
+def _weights(torch, device: Any) -> Any:
+    """Odd pseudo-random int64 weights, one per word of a slice (made once per device: 32 MiB)."""
+    key = str(device)
+    if key not in _digest_weights:
+        w = torch.arange(DIGEST_CHUNK_WORDS, dtype=torch.int64, device=device)
+        w.mul_(_DIGEST_MUL).bitwise_xor_(w >> 29).mul_(_DIGEST_MUL).bitwise_or_(1)
+        _digest_weights[key] = w
+    return _digest_weights[key]
+
+
+def tensor_digest(torch, t: Any) -> str:
+    """A digest of a tensor's dtype, shape and value bytes (in logical order), computed where the
+    tensor lives: per slice of its 64-bit words, the sum of word * weight mod 2**64 (odd weights:
+    a bijection, so any single changed word changes the sum; changes that cancel are a 2**-64
+    accident), the slices' sums chained. Integer sums wrap and are exact, so the same bytes give
+    the same digest whatever the reduction order. Two passes over the data, and temporaries of one
+    slice whatever the tensor's size. Not a defence against a forger: the candidate shares its
+    process with the harness and could forge copies of its inputs as easily."""
+    t = t.detach()
+    head = f"{wire.dtype_name(t.dtype)}{list(t.shape)}"
+    if t.numel() == 0:
+        return head + ":empty"
+    flat = t.reshape(-1)  # a view when contiguous; a copy of this one tensor otherwise
+    data = flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
+    n = data.numel()
+    words = n // 8
+    total = 0
+    if words:
+        try:
+            w64 = data[:words * 8].view(torch.int64)
+        except RuntimeError:  # an odd storage offset: an aligned copy
+            w64 = data[:words * 8].clone().view(torch.int64)
+        weights = _weights(torch, w64.device)
+        for start in range(0, words, DIGEST_CHUNK_WORDS):
+            part = w64[start:start + DIGEST_CHUNK_WORDS]
+            total = (total * 1000003 + int((part * weights[:part.numel()]).sum())) % (1 << 64)
+    tail = data[words * 8:]
+    if tail.numel():
+        total = (total * 1000003 + int.from_bytes(bytes(tail.cpu().tolist()), "little") + 1) % (1 << 64)
+    return f"{head}:{n}:{total:016x}"
+
+
+def tensor_digests(torch, tensors: list) -> list[str]:
+    return [tensor_digest(torch, t) for t in tensors]
+
+
 def _is_skip(exc: BaseException) -> bool:
     """pytest.skip() raised by a benchmark's own test (GEAK's ROCm files skip some inputs)."""
     return type(exc).__name__ == "Skipped" and any(
@@ -773,8 +827,9 @@ class Harness:
             else:
                 reference = native
             self._sync()
+            # digests of the inputs, never the inputs: the candidate's are compared with them
             reply = {"op": "run", "ok": True, "reference": reference, "meta": meta, "launches": launches,
-                     "inputs": self._tensor_args(args)}
+                     "input_digests": tensor_digests(self.torch, self._tensor_args(args))}
             if from_kernel is not None:
                 reply["from_kernel"] = from_kernel
             if native.names is not None:
@@ -978,7 +1033,9 @@ class Harness:
             # Snapshot now: an output may alias an input, and the repeat call below may change both.
             reply = {"op": "run", "ok": True, "outputs": [t.detach().clone() for t in outputs],
                      "launches": launches, "seconds": seconds, "kernels": dict(self.counter.kernels),
-                     "inputs_after": [t.detach().clone() for t in self._tensor_args(args)], **provenance}
+                     # the inputs after the call, as digests (the worker compares them with the
+                     # reference's): computed now, before the repeat call below may change them
+                     "input_digests": tensor_digests(self.torch, self._tensor_args(args)), **provenance}
             if outputs.names is not None:
                 reply["names"] = outputs.names
             if item.get("repeat"):

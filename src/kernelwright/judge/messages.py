@@ -98,7 +98,8 @@ class CandidateRun(Reply):
     outputs: list[torch.Tensor]
     launches: int
     seconds: float
-    inputs_after: list[torch.Tensor]
+    # digests of the input tensors after the call (child.tensor_digest): inputs never travel
+    input_digests: list[str]
     kernels: dict[str, int] = field(default_factory=dict)
     repeat_outputs: Optional[list[torch.Tensor]] = None
     repeat_launches: int = 0
@@ -123,7 +124,7 @@ class ReferenceRun(Reply):
     reference: list[torch.Tensor]
     meta: list[TensorMeta]
     launches: int
-    inputs: list[torch.Tensor]
+    input_digests: list[str]  # of the inputs as the reference left them (never the inputs themselves)
     undefined: Optional[list[Optional[torch.Tensor]]] = None
     probe_failed: Optional[str] = None
     # per output: whether the reference's own kernels were given its memory (None: a reference
