@@ -162,6 +162,65 @@ def tensor_digest(torch, t: Any) -> str:
     return f"{head}:{n}:{total:016x}"
 
 
+def proc_status_bytes(pid: int | str = "self", fields: tuple[str, ...] = ("VmRSS", "VmHWM")) -> dict[str, int]:
+    """Fields of /proc/PID/status given in kB, as bytes ({} where it cannot be read)."""
+    found: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                if name in fields:
+                    found[name] = int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
+class ProblemTooLarge(Exception):
+    """The task's inputs and outputs would not fit this machine's memory: raised by the reference
+    before it builds them (or in place of a reply over the frame limit). The worker makes it a
+    `problem_too_large` verdict; only the reference's report is believed."""
+
+
+PROBLEM_TOO_LARGE_TYPE = f"{__name__}.ProblemTooLarge"
+
+
+def memory_need(inputs: int, outputs: int, gpu: bool) -> tuple[int, int]:
+    """(host bytes, device bytes) that judging one item of a problem needs, from its input and
+    output sizes. Per child (docs/architecture.md, "Memory in proportion to the work"): the
+    inputs once, the outputs at most four times (the candidate's outputs, the snapshot taken before
+    the repeat call, the repeat's outputs, and their copies into the reply); the reference and the
+    candidate child hold theirs at the same time (the reference runs one item ahead), and the
+    worker holds one item's outputs from each side plus a comparison's temporaries. On a GPU the
+    inputs are made on the host first (KernelBench's get_inputs) and outputs are copied to the host
+    to be sent."""
+    if gpu:
+        return 2 * inputs + 6 * outputs, 2 * inputs + 5 * outputs
+    return 2 * inputs + 9 * outputs, 0
+
+
+def host_memory_available() -> int:
+    """MemAvailable of /proc/meminfo (what can be allocated without swapping), or 0 if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def max_reply_bytes() -> int:
+    from .worker import MAX_REPLY_BYTES
+
+    return MAX_REPLY_BYTES
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"
+
+
 def tensor_digests(torch, tensors: list) -> list[str]:
     return [tensor_digest(torch, t) for t in tensors]
 
@@ -547,6 +606,7 @@ class Harness:
         import torch
 
         self.conn = conn
+        self._rss_start = proc_status_bytes().get("VmRSS", 0)  # what the fork shares with its worker
         self.role = role
         self.task = task
         self.options = options
@@ -777,6 +837,41 @@ class Harness:
         gen.manual_seed(int(seed))
         return self.task.call_for(impl, "perf" if case_list == "perf_cases" else "correctness", case, gen)
 
+    def _check_fits(self, impl: Any, case_list: str, index: int) -> None:
+        """Before a reference builds a case's inputs: raise ProblemTooLarge if they and the
+        outputs would not fit this machine (the task's `sizes`, else its roofline `cost` bytes
+        counted as inputs), instead of being killed by the kernel's OOM killer half way."""
+        if self.role != "reference":
+            return
+        case = getattr(self.task, case_list)[index]
+        kind = "perf" if case_list == "perf_cases" else "correctness"
+        sizes = None
+        try:
+            if self.task.sizes is not None:
+                sizes = self.task.sizes(impl, kind, case)
+            elif self.task.cost is not None:
+                moved = int(self.task.cost(case).get("bytes", 0))
+                sizes = (moved, 0) if moved else None
+        except Exception:  # noqa: BLE001 - no estimate: judged as it is
+            sizes = None
+        if not sizes:
+            return
+        inputs, outputs = (int(v) for v in sizes)
+        if self.task.reference_in_float64 and self.task.reference_impl is None:
+            inputs, outputs = 3 * inputs, 3 * outputs  # float64 copies of both next to the natives
+        host_need, device_need = memory_need(inputs, outputs, self.is_gpu)
+        host = host_memory_available()
+        problems = []
+        if host and host_need > host:
+            problems.append(f"about {gib(host_need)} of host memory, {gib(host)} available")
+        if self.is_gpu:
+            total = int(self.torch.cuda.get_device_properties(0).total_memory)
+            if device_need > total:
+                problems.append(f"about {gib(device_need)} of GPU memory, the GPU has {gib(total)}")
+        if problems:
+            raise ProblemTooLarge(f"{kind} case {case.label}: inputs {gib(inputs)} and outputs {gib(outputs)} "
+                                  f"need {' and '.join(problems)}")
+
     def _upcast(self, args: tuple) -> tuple:
         torch = self.torch
         return tuple(a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
@@ -802,6 +897,10 @@ class Harness:
                 # may run inside another worker's timing turn. The pipe is written after letting go.
                 try:
                     data = self._encode(reply)
+                    if self.role == "reference" and len(data) > max_reply_bytes():
+                        raise ProblemTooLarge(f"the reference's reply for case {item['case']} is {gib(len(data))}, "
+                                              f"over the {gib(max_reply_bytes())} a reply may carry (its outputs "
+                                              "are too large to be compared whole)")
                 except BaseException as exc:  # noqa: BLE001 - a fault the copy off the GPU surfaced
                     reply_ok = False
                     data = self._encode(self._error("run", exc, **({} if self.role == "candidate"
@@ -816,6 +915,7 @@ class Harness:
 
     def _run_reference_item(self, item: dict) -> dict:
         try:
+            self._check_fits(self.entry, "correctness_cases", item["case"])
             fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
             before = self.counter.own
             native, from_kernel = self._reference_call(fn, args)
@@ -1059,6 +1159,7 @@ class Harness:
         doing = self.share.doing
         try:
             self.share.doing = f"{doing}: making its inputs"
+            self._check_fits(self.entry, "perf_cases", msg["case"])
             fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
             self.share.doing = f"{doing}: the call"
             undefined = probe_failed = None
@@ -1348,6 +1449,19 @@ class Harness:
             self.send({"op": "retune", "ok": True, "autotuners": self.counter.forget_tuning()})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("retune", exc))
+
+    def op_memory(self, msg: dict) -> None:
+        """This process's memory so far (measurements: `JudgeOptions.measure_memory`)."""
+        try:
+            status = proc_status_bytes()
+            reply = {"op": "memory", "ok": True, "rss_start_bytes": self._rss_start,
+                     "rss_bytes": status.get("VmRSS", 0), "rss_peak_bytes": status.get("VmHWM", 0)}
+            if self.is_gpu:
+                reply["device_peak_bytes"] = int(self.torch.cuda.max_memory_allocated())
+                reply["device_reserved_peak_bytes"] = int(self.torch.cuda.max_memory_reserved())
+            self.send(reply)
+        except BaseException as exc:  # noqa: BLE001
+            self.send(self._error("memory", exc))
 
     def op_sync(self, msg: dict) -> None:
         """Answered last, before a verdict: a reply the candidate wrote on the channel itself and

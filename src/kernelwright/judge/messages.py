@@ -212,6 +212,17 @@ class Retune(Reply):
     autotuners: int
 
 
+@dataclass
+class MemoryReport(Reply):
+    """A child's memory: host RSS when it started (a fork counts the pages it shares with its
+    worker), now and at its peak (VmHWM), and the device's peaks (torch's allocator; 0 on the CPU)."""
+    rss_start_bytes: int
+    rss_bytes: int
+    rss_peak_bytes: int
+    device_peak_bytes: int = 0
+    device_reserved_peak_bytes: int = 0
+
+
 # op -> the message class of an ok reply, by the role of the child that sends it
 _OK_REPLIES: dict[str, dict[str, type]] = {
     "ready": {"candidate": Ready, "reference": Ready},
@@ -222,6 +233,7 @@ _OK_REPLIES: dict[str, dict[str, type]] = {
     "gaps": {"candidate": Gaps, "reference": Gaps},
     "time_block": {"candidate": TimeBlock, "reference": TimeBlock},
     "retune": {"candidate": Retune, "reference": Retune},
+    "memory": {"candidate": MemoryReport, "reference": MemoryReport},
     "memory_fraction": {"candidate": Ack, "reference": Ack},
     "perf_release": {"candidate": Ack, "reference": Ack},
     "sync": {"candidate": Ack, "reference": Ack},

@@ -48,6 +48,9 @@ class FailureKind(str, Enum):
     TIMING_CHEAT = "timing_cheat"              # escaping the timed stream, below the roofline
     PERF_MISMATCH = "perf_mismatch"            # wrong values at the timed sizes
     JUDGE_ERROR = "judge_error"
+    # the problem's inputs and outputs do not fit this machine (the reference's estimate before
+    # building them, or outputs over the reply limit): a judge_error stage, with its sizes
+    PROBLEM_TOO_LARGE = "problem_too_large"
 
     def __str__(self) -> str:
         return self.value
@@ -197,6 +200,9 @@ class Verdict:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     kind: str = ""                 # a FailureKind value; "" is filled in from the stage
     candidate_id: str = ""         # the submitter's name for the candidate (JudgePool.submit)
+    # peak memory per process, when measured (JudgeOptions.measure_memory): "reference",
+    # "candidate" (a child's MemoryReport fields), "worker" (rss_bytes, rss_peak_bytes)
+    memory: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.kind = str(self.kind.value if isinstance(self.kind, FailureKind) else self.kind) or default_kind(self.stage)
