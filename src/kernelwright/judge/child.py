@@ -193,9 +193,10 @@ def memory_need(inputs: int, outputs: int, gpu: bool) -> tuple[int, int]:
     candidate child hold theirs at the same time (the reference runs one item ahead), and the
     worker holds one item's outputs from each side plus a comparison's temporaries. On a GPU the
     inputs are made on the host first (KernelBench's get_inputs) and outputs are copied to the host
-    to be sent."""
+    to be sent; timing holds each side's input sets (one set past 1 GiB) and a block's fresh copy
+    of them next to the other side's."""
     if gpu:
-        return 2 * inputs + 6 * outputs, 2 * inputs + 5 * outputs
+        return 2 * inputs + 6 * outputs, 3 * inputs + 5 * outputs
     return 2 * inputs + 9 * outputs, 0
 
 
@@ -1138,14 +1139,17 @@ class Harness:
                      "input_digests": tensor_digests(self.torch, self._tensor_args(args)), **provenance}
             if outputs.names is not None:
                 reply["names"] = outputs.names
+            n_outputs = len(outputs)
+            del outputs  # the reply holds their snapshot: memory for the repeat's outputs
             if item.get("repeat"):
                 if self.task.bind is not None:  # adapter tasks draw inputs from global RNG state: re-seed
+                    args = None  # let go of the first inputs before making the same ones again
                     fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
                 again, launches2, _, provenance2 = self._call_candidate(fn, args, sizes)
                 reply["repeat_outputs"] = again
                 reply["repeat_launches"] = launches2
                 # what the second call did not write with its own launches (a result cached from the first)
-                reply["repeat_not_from_kernel"] = [i for i in provenance2["not_from_kernel"] if i < len(outputs)]
+                reply["repeat_not_from_kernel"] = [i for i in provenance2["not_from_kernel"] if i < n_outputs]
                 reply["repeat_foreign_calls"] = provenance2["foreign_calls"]
             return reply
         except BaseException as exc:  # noqa: BLE001 - includes SystemExit raised by the candidate
