@@ -1169,6 +1169,7 @@ class Harness:
                     args = None  # let go of the first inputs before making the same ones again
                     self._collect_large_garbage()
                     fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+                    self._note_inputs(args)
                 again, launches2, _, provenance2 = self._call_candidate(fn, args, sizes)
                 reply["repeat_outputs"] = again
                 reply["repeat_launches"] = launches2
