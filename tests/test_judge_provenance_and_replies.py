@@ -167,7 +167,7 @@ def test_replies_are_checked_against_their_message_kind():
     from kernelwright.judge.messages import CandidateRun, ErrorReply, MessageError, parse_reply
 
     good = {"op": "run", "ok": True, "outputs": [torch.ones(2)], "launches": 1, "seconds": 0.5,
-            "inputs_after": [], "names": ["test_case_1"]}
+            "input_digests": [], "names": ["test_case_1"]}
     reply = parse_reply(good, "run", "candidate")
     assert isinstance(reply, CandidateRun) and reply.launches == 1 and reply.names == ["test_case_1"]
     error = parse_reply({"op": "run", "ok": False, "error": "boom", "error_types": ["builtins.MemoryError"]},

@@ -56,6 +56,10 @@ SLOW_CALL_MS = 5.0
 HOST_SYNC_SPIN_MS = 2.0  # GPU work queued ahead of a call to see whether the call waits for it
 
 
+# Inputs from this size on are collected (gc) before the next item makes its own: see
+# Harness._collect_large_garbage.
+LARGE_INPUT_BYTES = 64 << 20
+
 # Elements per slice when a probe's runs disagree somewhere and the positions must be found.
 MASK_CHUNK_GPU = 1 << 24
 MASK_CHUNK_CPU = 1 << 18
@@ -111,6 +115,120 @@ def guarded_allocations(torch, device_type: str, byte: int, zone_bytes: int = AL
             return in_guard_zone(torch, result, byte, zone_bytes)
 
     return GuardedAllocations()
+
+
+# Inputs are checked for mutation by digest, not by shipping copies of them to the worker (an
+# 8 GiB KernelBench input made a reply over the 4 GiB frame limit). Words per slice of the digest:
+# its temporaries are a few slices, whatever the input's size.
+DIGEST_CHUNK_WORDS = 1 << 22
+_DIGEST_MUL = 0x9E3779B97F4A7C15 - (1 << 64)  # as a signed int64
+_digest_weights: dict[str, Any] = {}
+
+
+def _weights(torch, device: Any) -> Any:
+    """Odd pseudo-random int64 weights, one per word of a slice (made once per device: 32 MiB)."""
+    key = str(device)
+    if key not in _digest_weights:
+        w = torch.arange(DIGEST_CHUNK_WORDS, dtype=torch.int64, device=device)
+        w.mul_(_DIGEST_MUL).bitwise_xor_(w >> 29).mul_(_DIGEST_MUL).bitwise_or_(1)
+        _digest_weights[key] = w
+    return _digest_weights[key]
+
+
+def tensor_digest(torch, t: Any) -> str:
+    """A digest of a tensor's dtype, shape and value bytes (in logical order), computed where the
+    tensor lives: per slice of its 64-bit words, the sum of word * weight mod 2**64 (odd weights:
+    a bijection, so any single changed word changes the sum; changes that cancel are a 2**-64
+    accident), the slices' sums chained. Integer sums wrap and are exact, so the same bytes give
+    the same digest whatever the reduction order. Two passes over the data, and temporaries of one
+    slice whatever the tensor's size. Not a defence against a forger: the candidate shares its
+    process with the harness and could forge copies of its inputs as easily."""
+    t = t.detach()
+    head = f"{wire.dtype_name(t.dtype)}{list(t.shape)}"
+    if t.numel() == 0:
+        return head + ":empty"
+    flat = t.reshape(-1)  # a view when contiguous; a copy of this one tensor otherwise
+    data = flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
+    n = data.numel()
+    words = n // 8
+    total = 0
+    if words:
+        try:
+            w64 = data[:words * 8].view(torch.int64)
+        except RuntimeError:  # an odd storage offset: an aligned copy
+            w64 = data[:words * 8].clone().view(torch.int64)
+        weights = _weights(torch, w64.device)
+        for start in range(0, words, DIGEST_CHUNK_WORDS):
+            part = w64[start:start + DIGEST_CHUNK_WORDS]
+            total = (total * 1000003 + int((part * weights[:part.numel()]).sum())) % (1 << 64)
+    tail = data[words * 8:]
+    if tail.numel():
+        total = (total * 1000003 + int.from_bytes(bytes(tail.cpu().tolist()), "little") + 1) % (1 << 64)
+    return f"{head}:{n}:{total:016x}"
+
+
+def proc_status_bytes(pid: int | str = "self", fields: tuple[str, ...] = ("VmRSS", "VmHWM")) -> dict[str, int]:
+    """Fields of /proc/PID/status given in kB, as bytes ({} where it cannot be read)."""
+    found: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                if name in fields:
+                    found[name] = int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
+class ProblemTooLarge(Exception):
+    """The task's inputs and outputs would not fit this machine's memory: raised by the reference
+    before it builds them (or in place of a reply over the frame limit). The worker makes it a
+    `problem_too_large` verdict; only the reference's report is believed."""
+
+
+PROBLEM_TOO_LARGE_TYPE = f"{__name__}.ProblemTooLarge"
+
+
+def memory_need(inputs: int, outputs: int, gpu: bool) -> tuple[int, int]:
+    """(host bytes, device bytes) that judging one item of a problem needs, from its input and
+    output sizes. Per child (docs/architecture.md, "Memory in proportion to the work"): the
+    inputs once, the outputs at most four times (the candidate's outputs, the snapshot taken before
+    the repeat call, the repeat's outputs, and their copies into the reply); the reference and the
+    candidate child hold theirs at the same time (the reference runs one item ahead), and the
+    worker holds one item's outputs from each side plus a comparison's temporaries. On a GPU the
+    inputs are made on the host first (KernelBench's get_inputs) and outputs are copied to the host
+    to be sent; timing holds each side's input sets (one set past 1 GiB) and a block's fresh copy
+    of them next to the other side's."""
+    if gpu:
+        return 2 * inputs + 6 * outputs, 3 * inputs + 5 * outputs
+    return 2 * inputs + 9 * outputs, 0
+
+
+def host_memory_available() -> int:
+    """MemAvailable of /proc/meminfo (what can be allocated without swapping), or 0 if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def max_reply_bytes() -> int:
+    from .worker import MAX_REPLY_BYTES
+
+    return MAX_REPLY_BYTES
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"
+
+
+def tensor_digests(torch, tensors: list) -> list[str]:
+    return [tensor_digest(torch, t) for t in tensors]
 
 
 def _is_skip(exc: BaseException) -> bool:
@@ -518,6 +636,7 @@ class Harness:
         import torch
 
         self.conn = conn
+        self._rss_start = proc_status_bytes().get("VmRSS", 0)  # what the fork shares with its worker
         self.role = role
         self.task = task
         self.options = options
@@ -763,6 +882,41 @@ class Harness:
         gen.manual_seed(int(seed))
         return self.task.call_for(impl, "perf" if case_list == "perf_cases" else "correctness", case, gen)
 
+    def _check_fits(self, impl: Any, case_list: str, index: int) -> None:
+        """Before a reference builds a case's inputs: raise ProblemTooLarge if they and the
+        outputs would not fit this machine (the task's `sizes`, else its roofline `cost` bytes
+        counted as inputs), instead of being killed by the kernel's OOM killer half way."""
+        if self.role != "reference":
+            return
+        case = getattr(self.task, case_list)[index]
+        kind = "perf" if case_list == "perf_cases" else "correctness"
+        sizes = None
+        try:
+            if self.task.sizes is not None:
+                sizes = self.task.sizes(impl, kind, case)
+            elif self.task.cost is not None:
+                moved = int(self.task.cost(case).get("bytes", 0))
+                sizes = (moved, 0) if moved else None
+        except Exception:  # noqa: BLE001 - no estimate: judged as it is
+            sizes = None
+        if not sizes:
+            return
+        inputs, outputs = (int(v) for v in sizes)
+        if self.task.reference_in_float64 and self.task.reference_impl is None:
+            inputs, outputs = 3 * inputs, 3 * outputs  # float64 copies of both next to the natives
+        host_need, device_need = memory_need(inputs, outputs, self.is_gpu)
+        host = host_memory_available()
+        problems = []
+        if host and host_need > host:
+            problems.append(f"about {gib(host_need)} of host memory, {gib(host)} available")
+        if self.is_gpu:
+            total = int(self.torch.cuda.get_device_properties(0).total_memory)
+            if device_need > total:
+                problems.append(f"about {gib(device_need)} of GPU memory, the GPU has {gib(total)}")
+        if problems:
+            raise ProblemTooLarge(f"{kind} case {case.label}: inputs {gib(inputs)} and outputs {gib(outputs)} "
+                                  f"need {' and '.join(problems)}")
+
     def _upcast(self, args: tuple) -> tuple:
         torch = self.torch
         return tuple(a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
@@ -791,6 +945,10 @@ class Harness:
                 # may run inside another worker's timing turn. The pipe is written after letting go.
                 try:
                     data = self._encode(reply)
+                    if self.role == "reference" and len(data) > max_reply_bytes():
+                        raise ProblemTooLarge(f"the reference's reply for case {item['case']} is {gib(len(data))}, "
+                                              f"over the {gib(max_reply_bytes())} a reply may carry (its outputs "
+                                              "are too large to be compared whole)")
                 except BaseException as exc:  # noqa: BLE001 - a fault the copy off the GPU surfaced
                     reply_ok = False
                     data = self._encode(self._error("run", exc, **({} if self.role == "candidate"
@@ -805,7 +963,10 @@ class Harness:
 
     def _run_reference_item(self, item: dict) -> dict:
         try:
+            self._check_fits(self.entry, "correctness_cases", item["case"])
+            self._collect_large_garbage()
             fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+            self._note_inputs(args)
             before = self.counter.own
             native, from_kernel = self._reference_call(fn, args)
             launches = self.counter.own - before  # kernels of a foreign reference's own file
@@ -816,8 +977,9 @@ class Harness:
             else:
                 reference = native
             self._sync()
+            # digests of the inputs, never the inputs: the candidate's are compared with them
             reply = {"op": "run", "ok": True, "reference": reference, "meta": meta, "launches": launches,
-                     "inputs": self._tensor_args(args)}
+                     "input_digests": tensor_digests(self.torch, self._tensor_args(args))}
             if from_kernel is not None:
                 reply["from_kernel"] = from_kernel
             if native.names is not None:
@@ -1013,25 +1175,49 @@ class Harness:
             return outputs, None
         return outputs, [i in outputs.numbers or memory.holds(t) for i, t in enumerate(outputs)]
 
+    def _collect_large_garbage(self) -> None:
+        """Free the last item's inputs before making the next ones. On the candidate side a
+        reference cycle (not yet found: gc.collect() frees it) kept each item's inputs alive until
+        the cyclic collector ran, so a child held two sets of inputs (measured under the
+        interpreter: 256 MiB of inputs, 639 MiB peak; 413 MiB with this). Only after large inputs:
+        a collection costs ~0.1 s."""
+        if getattr(self, "_large_inputs", False):
+            import gc
+
+            gc.collect()
+            self._large_inputs = False
+
+    def _note_inputs(self, args: tuple) -> None:
+        self._large_inputs = self._nbytes(args) >= LARGE_INPUT_BYTES
+
     def _run_candidate_item(self, item: dict) -> dict:
         try:
+            self._collect_large_garbage()
             fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+            self._note_inputs(args)
             sizes = item.get("poison_sizes", [])
             outputs, launches, seconds, provenance = self._call_candidate(fn, args, sizes)
             # Snapshot now: an output may alias an input, and the repeat call below may change both.
             reply = {"op": "run", "ok": True, "outputs": [t.detach().clone() for t in outputs],
                      "launches": launches, "seconds": seconds, "kernels": dict(self.counter.kernels),
-                     "inputs_after": [t.detach().clone() for t in self._tensor_args(args)], **provenance}
+                     # the inputs after the call, as digests (the worker compares them with the
+                     # reference's): computed now, before the repeat call below may change them
+                     "input_digests": tensor_digests(self.torch, self._tensor_args(args)), **provenance}
             if outputs.names is not None:
                 reply["names"] = outputs.names
+            n_outputs = len(outputs)
+            del outputs  # the reply holds their snapshot: memory for the repeat's outputs
             if item.get("repeat"):
                 if self.task.bind is not None:  # adapter tasks draw inputs from global RNG state: re-seed
+                    args = None  # let go of the first inputs before making the same ones again
+                    self._collect_large_garbage()
                     fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+                    self._note_inputs(args)
                 again, launches2, _, provenance2 = self._call_candidate(fn, args, sizes)
                 reply["repeat_outputs"] = again
                 reply["repeat_launches"] = launches2
                 # what the second call did not write with its own launches (a result cached from the first)
-                reply["repeat_not_from_kernel"] = [i for i in provenance2["not_from_kernel"] if i < len(outputs)]
+                reply["repeat_not_from_kernel"] = [i for i in provenance2["not_from_kernel"] if i < n_outputs]
                 reply["repeat_foreign_calls"] = provenance2["foreign_calls"]
             return reply
         except BaseException as exc:  # noqa: BLE001 - includes SystemExit raised by the candidate
@@ -1045,7 +1231,10 @@ class Harness:
         doing = self.share.doing
         try:
             self.share.doing = f"{doing}: making its inputs"
+            self._check_fits(self.entry, "perf_cases", msg["case"])
+            self._collect_large_garbage()
             fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
+            self._note_inputs(args)
             self.share.doing = f"{doing}: the call"
             undefined = probe_failed = None
             provenance: dict[str, Any] = {}
@@ -1350,6 +1539,19 @@ class Harness:
             self.send({"op": "retune", "ok": True, "autotuners": self.counter.forget_tuning()})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("retune", exc))
+
+    def op_memory(self, msg: dict) -> None:
+        """This process's memory so far (measurements: `JudgeOptions.measure_memory`)."""
+        try:
+            status = proc_status_bytes()
+            reply = {"op": "memory", "ok": True, "rss_start_bytes": self._rss_start,
+                     "rss_bytes": status.get("VmRSS", 0), "rss_peak_bytes": status.get("VmHWM", 0)}
+            if self.is_gpu:
+                reply["device_peak_bytes"] = int(self.torch.cuda.max_memory_allocated())
+                reply["device_reserved_peak_bytes"] = int(self.torch.cuda.max_memory_reserved())
+            self.send(reply)
+        except BaseException as exc:  # noqa: BLE001
+            self.send(self._error("memory", exc))
 
     def op_sync(self, msg: dict) -> None:
         """Answered last, before a verdict: a reply the candidate wrote on the channel itself and

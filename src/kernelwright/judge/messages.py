@@ -98,7 +98,8 @@ class CandidateRun(Reply):
     outputs: list[torch.Tensor]
     launches: int
     seconds: float
-    inputs_after: list[torch.Tensor]
+    # digests of the input tensors after the call (child.tensor_digest): inputs never travel
+    input_digests: list[str]
     kernels: dict[str, int] = field(default_factory=dict)
     repeat_outputs: Optional[list[torch.Tensor]] = None
     repeat_launches: int = 0
@@ -123,7 +124,7 @@ class ReferenceRun(Reply):
     reference: list[torch.Tensor]
     meta: list[TensorMeta]
     launches: int
-    inputs: list[torch.Tensor]
+    input_digests: list[str]  # of the inputs as the reference left them (never the inputs themselves)
     undefined: Optional[list[Optional[torch.Tensor]]] = None
     probe_failed: Optional[str] = None
     # per output: whether the reference's own kernels were given its memory (None: a reference
@@ -216,6 +217,17 @@ class Retune(Reply):
     autotuners: int
 
 
+@dataclass
+class MemoryReport(Reply):
+    """A child's memory: host RSS when it started (a fork counts the pages it shares with its
+    worker), now and at its peak (VmHWM), and the device's peaks (torch's allocator; 0 on the CPU)."""
+    rss_start_bytes: int
+    rss_bytes: int
+    rss_peak_bytes: int
+    device_peak_bytes: int = 0
+    device_reserved_peak_bytes: int = 0
+
+
 # -- notices ------------------------------------------------------------------------------------
 # A child sends these of its own accord while it works on a request, so the worker's clock can
 # tell compiling from running (`ChildProcess.recv`). A candidate can forge them: what a forgery
@@ -263,6 +275,7 @@ _OK_REPLIES: dict[str, dict[str, type]] = {
     "gaps": {"candidate": Gaps, "reference": Gaps},
     "time_block": {"candidate": TimeBlock, "reference": TimeBlock},
     "retune": {"candidate": Retune, "reference": Retune},
+    "memory": {"candidate": MemoryReport, "reference": MemoryReport},
     "memory_fraction": {"candidate": Ack, "reference": Ack},
     "perf_release": {"candidate": Ack, "reference": Ack},
     "sync": {"candidate": Ack, "reference": Ack},

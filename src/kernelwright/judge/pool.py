@@ -76,6 +76,7 @@ class JudgeOptions:
     escape_ms: float = 0.015          # device work after the timed events beyond this (+25%) fails
     memory_fraction: float = 0.45     # of GPU memory a candidate may take (the reference needs the rest)
     max_perf_cases: int | None = None  # time at most this many perf cases, evenly spread (None: all)
+    measure_memory: bool = False      # each verdict's `memory`: peak RSS (and device memory) per process
 
     def for_request(self, backend: str) -> dict:
         opts = asdict(self)

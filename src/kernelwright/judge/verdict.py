@@ -51,6 +51,9 @@ class FailureKind(str, Enum):
     BACKGROUND_WORK = "background_work"        # threads or processes still using the CPU after its calls returned
     PERF_MISMATCH = "perf_mismatch"            # wrong values at the timed sizes
     JUDGE_ERROR = "judge_error"
+    # the problem's inputs and outputs do not fit this machine (the reference's estimate before
+    # building them, or outputs over the reply limit): a judge_error stage, with its sizes
+    PROBLEM_TOO_LARGE = "problem_too_large"
 
     def __str__(self) -> str:
         return self.value
@@ -200,6 +203,9 @@ class Verdict:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     kind: str = ""                 # a FailureKind value; "" is filled in from the stage
     candidate_id: str = ""         # the submitter's name for the candidate (JudgePool.submit)
+    # peak memory per process, when measured (JudgeOptions.measure_memory): "reference",
+    # "candidate" (a child's MemoryReport fields), "worker" (rss_bytes, rss_peak_bytes)
+    memory: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.kind = str(self.kind.value if isinstance(self.kind, FailureKind) else self.kind) or default_kind(self.stage)

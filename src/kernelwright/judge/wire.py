@@ -159,6 +159,14 @@ def decode(data: bytes | bytearray, share: bool = False) -> Any:
         raise WireError("message nested too deeply") from None
 
 
+class FrameTooLarge(WireError):
+    """A frame announced as larger than the reader accepts."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"a reply of {size} bytes (at most {limit})")
+        self.size, self.limit = size, limit
+
+
 class FrameTimeout(WireError):
     """A reply that started and then stopped arriving."""
 
@@ -174,7 +182,7 @@ def read_frame(fd: int, max_bytes: int) -> bytearray:
     if size == -1:
         (size,) = _FRAME_BIG.unpack(_read_exact(fd, bytearray(_FRAME_BIG.size), started + FRAME_GRACE_S))
     if not 0 <= size <= max_bytes:
-        raise WireError(f"a reply of {size} bytes (at most {max_bytes})")
+        raise FrameTooLarge(size, max_bytes)
     return _read_exact(fd, bytearray(size), started + FRAME_GRACE_S + size / FRAME_BYTES_PER_S)
 
 

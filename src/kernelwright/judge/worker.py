@@ -36,6 +36,7 @@ INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
 STACK_DUMP_WAIT_S = 0.5
 MAX_REPLY_BYTES = 4 << 30
+PROBLEM_TOO_LARGE_TYPE = "kernelwright.judge.child.ProblemTooLarge"  # (child.PROBLEM_TOO_LARGE_TYPE)
 # One side's slowest block median over its fastest, past which a perf case is timed again (at most
 # RETIME_ROUNDS more times). In two TritonBench A/A runs on the H200 (3,239 case sides that do not
 # wait for the GPU on the host) undisturbed sides stayed within 1.42x, 99.7% within 1.27x;
@@ -274,6 +275,10 @@ class ChildProcess:
                 self.dump_stacks()
                 self.kill()
                 raise ChildFailure("timeout", f"{exc} while {doing}", self.log_tail()) from None
+            except wire.FrameTooLarge as exc:  # outputs too large to travel whole (or a forged size)
+                self.kill()
+                raise ChildFailure("too_large", f"{exc.size / 2**30:.2f} GiB reply while {doing}, over the "
+                                   f"{exc.limit / 2**30:.2f} GiB a reply may carry", self.log_tail()) from None
             except wire.WireError as exc:  # an oversized or malformed reply
                 self.kill()
                 raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
@@ -518,7 +523,8 @@ COMPILE_ERROR_TYPES = frozenset({"triton.compiler.errors.CompilationError", "tri
                                  "triton.runtime.errors.PTXASError", "triton.runtime.errors.InterpreterError"})
 OUT_OF_MEMORY_TYPES = frozenset({"torch.OutOfMemoryError", "builtins.MemoryError"})
 OUT_OF_MEMORY_CODE = 2  # cudaErrorMemoryAllocation and hipErrorOutOfMemory (torch.AcceleratorError.error_code)
-CHILD_FAILURE_KINDS = {"timeout": "timeout", "crash": "crash", "protocol": "protocol_error"}
+CHILD_FAILURE_KINDS = {"timeout": "timeout", "crash": "crash", "protocol": "protocol_error",
+                       "too_large": "protocol_error"}  # (a candidate can announce any size: its protocol failure)
 
 
 def error_kind(reply, importing: bool) -> str:
@@ -697,6 +703,9 @@ class Worker:
         self._make_caches()
         self.spare = self._fork("candidate", None)
         self.info = self.spare.ready(self.options.get("start_timeout", 300))
+        from .child import proc_status_bytes
+
+        self.rss_start = proc_status_bytes().get("VmRSS", 0)  # before any task (measure_memory)
         return self.info
 
     def _candidate_child(self, task) -> ChildProcess:
@@ -811,6 +820,7 @@ class Worker:
                           correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
                           baseline=opts.get("baseline", "torch"))
         cand: ChildProcess | None = None
+        ref: ChildProcess | None = None
         try:
             if task.unsupported:
                 raise JudgeError(f"task {task.name} cannot run on this platform: {task.unsupported}")
@@ -861,11 +871,15 @@ class Worker:
                                   f"after a probe: {str(exc).splitlines()[0][:300]}") from None
             self._ran_out_of_memory = exc.kind == "out_of_memory"
             verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, str(exc).splitlines()[0], JUDGE_ERROR
+            if exc.kind == "problem_too_large":
+                verdict.kind = exc.kind
             verdict.detail = str(exc)
         except Exception as exc:  # noqa: BLE001 - a bug in the judge must not lose the verdict
             verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, f"internal judge error: {exc!r}", JUDGE_ERROR
             verdict.detail = traceback.format_exc()
         finally:
+            if opts.get("measure_memory"):
+                verdict.memory = self._memory_report(ref, cand, opts)
             if cand is not None:
                 if not verdict.log_tail:
                     verdict.log_tail = cand.log_tail()
@@ -885,6 +899,28 @@ class Worker:
                 trace(task.name, f"longest shared hold without a look for a timing turn: "
                                  f"{self._longest_hold[0]:.2f} s ({self._longest_hold[1]})")
         return verdict.to_dict()
+
+    def _memory_report(self, ref: ChildProcess | None, cand: ChildProcess | None, opts) -> dict:
+        """Peak memory of each process of this verdict (`JudgeOptions.measure_memory`): each
+        child's own report (a child that died or failed to answer has none), and this worker's."""
+        from .child import proc_status_bytes
+        from .messages import MemoryReport, MessageError, parse_reply
+
+        report: dict[str, Any] = {}
+        for name, child in (("reference", ref), ("candidate", cand)):
+            if child is None or not child.alive:
+                continue
+            try:
+                reply = parse_reply(child.request({"op": "memory"}, opts["case_timeout"], "reporting its memory"),
+                                    "memory", child.role)
+            except (ChildFailure, MessageError):
+                continue
+            if isinstance(reply, MemoryReport):
+                report[name] = {k: v for k, v in vars(reply).items() if k not in ("op", "ok", "seq")}
+        status = proc_status_bytes()
+        report["worker"] = {"rss_start_bytes": getattr(self, "rss_start", 0), "rss_bytes": status.get("VmRSS", 0),
+                            "rss_peak_bytes": status.get("VmHWM", 0)}
+        return report
 
     def _collect_strays(self) -> None:
         from . import procs
@@ -963,6 +999,11 @@ class Worker:
     def _failure(child: ChildProcess, stage: str, doing: str, error: str, kind: str,
                  detail: str = "", log_tail: str = "", reply=None) -> Exception:
         log_tail = log_tail or child.log_tail()
+        if child.role == "reference" and (kind == "too_large" or (
+                reply is not None and PROBLEM_TOO_LARGE_TYPE in (getattr(reply, "error_types", None) or []))):
+            # the trusted reference's own estimate (or a reply over the frame limit): the problem,
+            # not the judge, does not fit this machine
+            return JudgeError(f"the problem is too large for this machine: {error}", "problem_too_large")
         if child.role == "reference":  # its log tail says why (a crash leaves no traceback in the reply)
             return JudgeError(f"the task's reference failed while {doing}: {error}\n{detail}{log_tail}",
                               error_kind(reply, False) if kind == "error" and reply is not None else "")
@@ -1118,9 +1159,9 @@ class Worker:
         if got.launches < 1:
             return ("the candidate's own Triton kernels were never launched (did it compute with torch?)", {},
                     "no_kernel_launch")
-        pristine, after = expected.inputs, got.inputs_after
+        pristine, after = expected.input_digests, got.input_digests
         for i, (a, b) in enumerate(zip(pristine, after)):
-            if i not in task.mutable_args and not identical([a], [b]):
+            if i not in task.mutable_args and a != b:
                 return (f"modified its input tensor #{i}; inputs must be left unchanged", {}, "mutated_input")
         masks = expected.undefined or []
         names = expected.names or got.names

@@ -156,6 +156,38 @@ def _bind(impl: KernelBenchImpl, kind: str, case: Case, gen) -> tuple[Callable, 
     return forward, tuple(inputs)
 
 
+def _sizes(impl: KernelBenchImpl, kind: str, case: Case) -> tuple[int, int] | None:
+    """(input bytes, output bytes) of the file's `get_inputs()` and of the model's outputs, from
+    meta tensors (nothing allocated: `torch.rand(...)` under the meta device makes only a shape),
+    or None where the file builds its inputs another way. Outputs the meta device cannot compute
+    count 0."""
+    import torch
+
+    def nbytes(values) -> int:
+        if isinstance(values, torch.Tensor):
+            return values.numel() * values.element_size()
+        if isinstance(values, (list, tuple)):
+            return sum(nbytes(v) for v in values)
+        if isinstance(values, dict):
+            return sum(nbytes(v) for v in values.values())
+        return 0
+
+    try:
+        with torch.device("meta"):
+            inputs = impl.inputs["get_inputs"]()
+        size_in = nbytes(inputs)
+    except Exception:  # noqa: BLE001 - not a file whose sizes can be read off; judged as it is
+        return None
+    size_out = 0
+    try:
+        with torch.device("meta"), torch.no_grad():
+            model = impl.model_cls(*impl.inputs["get_init_inputs"]())
+            size_out = nbytes(model(*[x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]))
+    except Exception:  # noqa: BLE001
+        pass
+    return size_in, size_out
+
+
 def kernelbench_task(root: Path, relpath: str) -> Task:
     path = root / relpath
     source = path.read_text()
@@ -183,6 +215,7 @@ def kernelbench_task(root: Path, relpath: str) -> Task:
         ref=f"kernelbench:{root}::{relpath}",
         load_impl=_loader(path),
         bind=_bind,
+        sizes=_sizes,
         reference_impl=path,  # the judge's reference side runs its Model; it is not a Triton reference
         suite="kernelbench",
     )

