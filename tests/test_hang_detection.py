@@ -40,8 +40,12 @@ def test_hang_candidate_verdict(verdicts, path, stage, reason):
     assert reason in verdict.reason, verdict.reason
     if stage != "passed":
         assert verdict.kind == "timeout", verdict.kind
-        # the short running limit ran out, not the stage's cap
-        assert f"timed out after {RUN_S:g} s running" in verdict.reason, verdict.reason
+        # the short running limit ran out, not the stage's cap: run_timeout, or 50x the
+        # reference's own time on the item where that is longer (a loaded CI machine's
+        # interpreter can take 0.3 s for vector_add's first item: a 14 s limit)
+        found = re.search(r"timed out after ([0-9.]+) s running", verdict.reason)
+        assert found, verdict.reason
+        assert RUN_S <= float(found.group(1)) < 60, verdict.reason
         assert "running limit" in verdict.reason and "run_timeout" in verdict.reason
 
 
