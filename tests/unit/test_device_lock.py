@@ -167,39 +167,10 @@ def test_a_waiting_timing_turn_gets_the_gpu_while_a_check_compiles(monkeypatch, 
     assert writer_done.is_set()
 
 
-def _fake_child(monkeypatch):
-    """A ChildProcess whose other end is played by the test (no fork)."""
-    from multiprocessing import Pipe
-
-    from kernelwright.judge import wire
-    from kernelwright.judge.worker import ChildProcess
-
-    ours, theirs = Pipe(duplex=True)
-    child = object.__new__(ChildProcess)
-    child.conn, child.on_lock_stats, child.role, child.pid = ours, None, "candidate", -1
-    child.alive = child.stopped = False  # no process behind it: nothing to signal
-    monkeypatch.setattr(ChildProcess, "kill", lambda self: None)
-    monkeypatch.setattr(ChildProcess, "log_tail", lambda self: "")
-
-    def play(*steps):
-        def run():
-            for pause, msg in steps:
-                time.sleep(pause)
-                try:
-                    theirs.send_bytes(wire.encode(msg))
-                except OSError:  # the worker gave up on this child (a timeout test)
-                    return
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
-        return t
-
-    return child, play
-
-
-def test_time_queued_for_the_gpu_does_not_count_against_a_timeout(monkeypatch):
+def test_time_queued_for_the_gpu_does_not_count_against_a_timeout(fake_child):
     from kernelwright.judge.worker import ChildFailure
 
-    child, play = _fake_child(monkeypatch)
+    child, play = fake_child
     play((0.05, {"op": "gpu_lock", "state": "waiting"}), (0.6, {"op": "gpu_lock", "state": "got"}),
          (0.1, {"op": "run", "ok": True}))
     assert child.recv(0.3, "testing") == {"op": "run", "ok": True}
@@ -212,11 +183,11 @@ def test_time_queued_for_the_gpu_does_not_count_against_a_timeout(monkeypatch):
         assert exc.kind == "timeout" and "timed out after 0.3 s" in exc.reason
 
 
-def test_a_forged_wait_notice_cannot_stop_the_clock_for_good(monkeypatch):
+def test_a_forged_wait_notice_cannot_stop_the_clock_for_good(monkeypatch, fake_child):
     from kernelwright.judge.worker import ChildFailure
 
     monkeypatch.setattr("kernelwright.judge.worker.MAX_LOCK_CREDIT_S", 0.4)
-    child, play = _fake_child(monkeypatch)
+    child, play = fake_child
     sender = play((0.0, {"op": "gpu_lock", "state": "waiting"}), (1.0, {"op": "run", "ok": True}))
     start = time.monotonic()
     try:

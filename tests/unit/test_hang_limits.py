@@ -8,33 +8,12 @@ import time
 import pytest
 
 from kernelwright.judge.compilewatch import CompileWatch
-from kernelwright.judge.worker import ChildFailure, ChildProcess, running_limit
+from kernelwright.judge.worker import ChildFailure, running_limit
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    from multiprocessing import Pipe
-
-    from kernelwright.judge import wire
-
-    ours, theirs = Pipe(duplex=True)
-    child = object.__new__(ChildProcess)
-    child.conn, child.on_lock_stats, child.role, child.pid = ours, None, "candidate", -1
-    child.alive = child.stopped = False
-    monkeypatch.setattr(ChildProcess, "kill", lambda self: None)
-    monkeypatch.setattr(ChildProcess, "log_tail", lambda self: "")
-
-    def play(*steps):
-        def run():
-            for pause, msg in steps:
-                time.sleep(pause)
-                try:
-                    theirs.send_bytes(wire.encode(msg))
-                except OSError:
-                    return
-        threading.Thread(target=run, daemon=True).start()
-
-    return child, play
+def fake(fake_child):
+    return fake_child
 
 
 START, END, TUNE = {"op": "compile", "state": "start"}, {"op": "compile", "state": "end"}, {"op": "tune"}
