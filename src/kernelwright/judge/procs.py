@@ -75,26 +75,35 @@ def reap(pid: int, timeout: float = 5.0) -> int | None:
         time.sleep(0.005)
 
 
-def children_of(pid: int) -> list[int]:
-    """Direct children of `pid`, read from /proc (orphans re-parented to a subreaper included)."""
-    found = []
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (field 3 onwards), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def parent_map() -> dict[int, list[int]]:
+    """Every live process's children by parent pid: one scan of /proc."""
+    parents: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return found
+        return parents
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        # the command name may contain spaces and parentheses: fields start after the last ')'
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields and len(fields) > 1:
+                parents.setdefault(int(fields[1]), []).append(int(entry))
+    return parents
+
+
+def children_of(pid: int, parents: dict[int, list[int]] | None = None) -> list[int]:
+    """Direct children of `pid`, read from /proc (orphans re-parented to a subreaper included);
+    `parents`: a `parent_map` already read, to look again without another scan."""
+    return list((parent_map() if parents is None else parents).get(pid, []))
 
 
 def kill_strays(keep: set[int]) -> list[int]:
@@ -124,29 +133,10 @@ def describe_status(status: int) -> str:
     return f"wait status {status}"
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (field 3 onwards), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-    except OSError:
-        return None
-    return stat[stat.rfind(")") + 2 :].split()
-
-
-def descendants(*pids: int) -> list[int]:
+def descendants(*pids: int, parents: dict[int, list[int]] | None = None) -> list[int]:
     """Every live descendant of `pids` (children, their children, ...), whatever process group or
-    session they moved to: one scan of /proc."""
-    parents: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if entry.isdigit():
-            fields = _stat_fields(int(entry))
-            if fields and len(fields) > 1:
-                parents.setdefault(int(fields[1]), []).append(int(entry))
+    session they moved to; `parents`: a `parent_map` already read."""
+    parents = parent_map() if parents is None else parents
     found, todo = [], list(pids)
     while todo:
         for child in parents.get(todo.pop(), []):

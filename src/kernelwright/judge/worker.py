@@ -938,10 +938,11 @@ class Worker:
         if not isinstance(getattr(cand, "pid", None), int) or cand.pid <= 0:  # a child played by a test
             return []
         own = {c.pid for c in [*self.references.values(), self.spare, self.spare_reference] if c is not None}
-        roots = [p for p in procs.children_of(os.getpid()) if p not in own or p == cand.pid]
+        parents = procs.parent_map()  # one scan of /proc for both looks
+        roots = [p for p in procs.children_of(os.getpid(), parents) if p not in own or p == cand.pid]
         if cand.pid not in roots and cand.alive:
             roots.append(cand.pid)
-        return roots + procs.descendants(*roots)
+        return roots + procs.descendants(*roots, parents=parents)
 
     def _pause_candidate(self, cand: ChildProcess) -> list[int]:
         """SIGSTOP the candidate's group and every process of its tree outside it (a subprocess
