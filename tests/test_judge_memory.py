@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from kernelwright.judge import JudgeOptions, JudgePool
-from kernelwright.judge.child import PROBLEM_TOO_LARGE_TYPE, tensor_digest
+from kernelwright.judge.child import tensor_digest
+from kernelwright.judge.footprint import PROBLEM_TOO_LARGE_TYPE
 from kernelwright.suites.kernelbench import kernelbench_task
 
 from .conftest import ROOT
@@ -139,10 +140,10 @@ def test_the_digest_sees_every_change():
 
 
 def test_a_reference_reply_over_the_frame_limit_says_the_problem_is_too_large(tmp_path, monkeypatch):
-    from kernelwright.judge import worker
+    from kernelwright.judge import wire, worker
     from kernelwright.judge.messages import ErrorReply, parse_reply
 
-    monkeypatch.setattr(worker, "MAX_REPLY_BYTES", 1 << 20)  # the forked reference reads it
+    monkeypatch.setattr(wire, "MAX_REPLY_BYTES", 1 << 20)  # the forked reference reads it
     task = _task(tmp_path, "2_ReLU.py", RELU.format(rows=512, cols=1024))  # 2 MiB of outputs
     reply = parse_reply(_reference_reply(task, {"case": 0, "seed": 5, "probe": False}), "run", "reference")
     assert isinstance(reply, ErrorReply) and PROBLEM_TOO_LARGE_TYPE in reply.error_types

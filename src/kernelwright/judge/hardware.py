@@ -178,7 +178,7 @@ SPECS: tuple[DeviceSpec, ...] = (
                           f"device, 2026); NVIDIA's H200 page gives no L2 size ({_HOPPER_WP}: 50 MB on H100 SXM5)",
                  "smem_per_block_kb": f"{_HOPPER_TG} (232,448 bytes opt-in per block and 233,472 per SM "
                                       "reported by torch on an H200)",
-                 "smem_per_block_kb": _HOPPER_TG, "smem_per_sm_kb": _HOPPER_TG,
+                 "smem_per_sm_kb": _HOPPER_TG,
                  "regfile_per_sm_kb": _NV_REGS,
                  "tflops": f"{_H200_PAGE} (H200 SXM column, sparse halved; fp64 = FP64 Tensor Core)"},
         notes="H200 NVL matches this entry too: same memory, lower clocks (about 84% of these peaks), so "

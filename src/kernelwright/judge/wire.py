@@ -25,6 +25,8 @@ _DTYPES = {
 }
 _HEADER = struct.Struct("<Q")
 MAX_MESSAGE_BYTES = 8 << 30
+# What one child's reply may carry; a reference whose outputs exceed it reports problem_too_large.
+MAX_REPLY_BYTES = 4 << 30
 # Tensor bytes start on this boundary in a message, so a received message's tensors can be views
 # of it (no copy) with every dtype aligned.
 ALIGN = 64

@@ -30,13 +30,12 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from .gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
+from .footprint import PROBLEM_TOO_LARGE_TYPE, proc_status_bytes
 from .verdict import output_name
 
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 LOG_TAIL_BYTES = 4000
 STACK_DUMP_WAIT_S = 0.5
-MAX_REPLY_BYTES = 4 << 30
-PROBLEM_TOO_LARGE_TYPE = "kernelwright.judge.child.ProblemTooLarge"  # (child.PROBLEM_TOO_LARGE_TYPE)
 # One side's slowest block median over its fastest, past which a perf case is timed again (at most
 # RETIME_ROUNDS more times). In two TritonBench A/A runs on the H200 (3,239 case sides that do not
 # wait for the GPU on the host) undisturbed sides stayed within 1.42x, 99.7% within 1.27x;
@@ -267,7 +266,7 @@ class ChildProcess:
                         limit, ran + (0 if waiting or compiling else elapsed),
                         compiled + (elapsed if compiling and not waiting else 0),
                         credit + (elapsed if waiting else 0), doing, note), self.log_tail())
-                reply = wire.decode(wire.read_frame(self.conn.fileno(), MAX_REPLY_BYTES),
+                reply = wire.decode(wire.read_frame(self.conn.fileno(), wire.MAX_REPLY_BYTES),
                                     share=True)  # a fresh buffer, ours alone
             except (EOFError, ConnectionResetError, OSError):
                 raise self._death(doing) from None
@@ -703,7 +702,6 @@ class Worker:
         self._make_caches()
         self.spare = self._fork("candidate", None)
         self.info = self.spare.ready(self.options.get("start_timeout", 300))
-        from .child import proc_status_bytes
 
         self.rss_start = proc_status_bytes().get("VmRSS", 0)  # before any task (measure_memory)
         return self.info
@@ -903,7 +901,6 @@ class Worker:
     def _memory_report(self, ref: ChildProcess | None, cand: ChildProcess | None, opts) -> dict:
         """Peak memory of each process of this verdict (`JudgeOptions.measure_memory`): each
         child's own report (a child that died or failed to answer has none), and this worker's."""
-        from .child import proc_status_bytes
         from .messages import MemoryReport, MessageError, parse_reply
 
         report: dict[str, Any] = {}
