@@ -212,7 +212,7 @@ def test_error_kinds_come_from_the_exception_classes_the_child_reports():
     from triton.compiler.errors import CompileTimeAssertionFailure
 
     from kernelwright.judge.child import exception_types
-    from kernelwright.judge.worker import error_kind
+    from kernelwright.judge.failures import error_kind
 
     def reply(exc, **extra):
         return {"ok": False, "error": str(exc), "error_types": exception_types(exc), **extra}

@@ -90,7 +90,7 @@ def _tensors(value):
 
 
 def _reference_reply(task, item: dict, monkeypatch=None) -> dict:
-    from kernelwright.judge.worker import ChildProcess
+    from kernelwright.judge.channel import ChildProcess
 
     child = ChildProcess("reference", task, "cpu", {"memory_fraction": None, "cpu_threads": 1,
                                                      "max_file_bytes": 64 << 20, "triton_cache": None})
@@ -140,7 +140,7 @@ def test_the_digest_sees_every_change():
 
 
 def test_a_reference_reply_over_the_frame_limit_says_the_problem_is_too_large(tmp_path, monkeypatch):
-    from kernelwright.judge import wire, worker
+    from kernelwright.judge import failures, wire
     from kernelwright.judge.messages import ErrorReply, parse_reply
 
     monkeypatch.setattr(wire, "MAX_REPLY_BYTES", 1 << 20)  # the forked reference reads it
@@ -155,9 +155,9 @@ def test_a_reference_reply_over_the_frame_limit_says_the_problem_is_too_large(tm
         def log_tail(self):
             return ""
 
-    failure = worker.Worker._failure(Reference(), "call", "computing case 0", reply.error, "error", reply=reply)
-    assert isinstance(failure, worker.JudgeError) and failure.kind == "problem_too_large"
-    forged = worker.Worker._failure(type("C", (Reference,), {"role": "candidate"})(), "call", "running case 0",
+    failure = failures.child_failure(Reference(), "call", "computing case 0", reply.error, "error", reply=reply)
+    assert isinstance(failure, failures.JudgeError) and failure.kind == "problem_too_large"
+    forged = failures.child_failure(type("C", (Reference,), {"role": "candidate"})(), "call", "running case 0",
                                     reply.error, "error", reply=reply)
     assert forged.kind != "problem_too_large"  # a candidate's own report is never believed
 

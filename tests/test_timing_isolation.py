@@ -50,7 +50,7 @@ def test_honest_candidate_records_the_cross_checks(verdicts):
 
 
 def test_wall_clock_excess_sees_under_reporting():
-    from kernelwright.judge.worker import wall_clock_excess
+    from kernelwright.judge.timing import wall_clock_excess
 
     # both sides: 10 ms of calls and 3 ms of flushes, pads and round trip per block
     honest = [(13.0, 10.0)] * 4
@@ -94,12 +94,12 @@ def test_a_gpu_with_one_worker_takes_no_shared_lock(monkeypatch):
     from kernelwright.judge import pool as pool_module
     from kernelwright.judge.worker import Worker
 
-    assert Worker("cuda", {"gpu_workers": 1})._share_gpu is False
+    assert Worker("cuda", {"gpu_workers": 1}).share_gpu is False
     shared = Worker("cuda", {"gpu_workers": 2})
-    assert shared._share_gpu is True
-    shared._exclusive_held = True
-    assert shared._share_gpu is False
-    assert Worker("cuda", {})._share_gpu is True  # a worker started without the count: shared, as before
+    assert shared.share_gpu is True
+    shared.exclusive_held = True
+    assert shared.share_gpu is False
+    assert Worker("cuda", {}).share_gpu is True  # a worker started without the count: shared, as before
 
     monkeypatch.setattr(pool_module, "detect_backend", lambda device: ("cuda", 2))
     for per_device, expected in ((1, 1), (3, 3)):

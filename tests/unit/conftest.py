@@ -18,7 +18,7 @@ def fake_child(monkeypatch):
     from multiprocessing import Pipe
 
     from kernelwright.judge import wire
-    from kernelwright.judge.worker import ChildProcess
+    from kernelwright.judge.channel import ChildProcess
 
     ours, theirs = Pipe(duplex=True)
     child = object.__new__(ChildProcess)

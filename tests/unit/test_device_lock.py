@@ -168,7 +168,7 @@ def test_a_waiting_timing_turn_gets_the_gpu_while_a_check_compiles(monkeypatch, 
 
 
 def test_time_queued_for_the_gpu_does_not_count_against_a_timeout(fake_child):
-    from kernelwright.judge.worker import ChildFailure
+    from kernelwright.judge.channel import ChildFailure
 
     child, play = fake_child
     play((0.05, {"op": "gpu_lock", "state": "waiting"}), (0.6, {"op": "gpu_lock", "state": "got"}),
@@ -184,9 +184,9 @@ def test_time_queued_for_the_gpu_does_not_count_against_a_timeout(fake_child):
 
 
 def test_a_forged_wait_notice_cannot_stop_the_clock_for_good(monkeypatch, fake_child):
-    from kernelwright.judge.worker import ChildFailure
+    from kernelwright.judge.channel import ChildFailure
 
-    monkeypatch.setattr("kernelwright.judge.worker.MAX_LOCK_CREDIT_S", 0.4)
+    monkeypatch.setattr("kernelwright.judge.channel.MAX_LOCK_CREDIT_S", 0.4)
     child, play = fake_child
     sender = play((0.0, {"op": "gpu_lock", "state": "waiting"}), (1.0, {"op": "run", "ok": True}))
     start = time.monotonic()

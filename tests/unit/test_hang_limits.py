@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kernelwright.judge.compilewatch import CompileWatch
-from kernelwright.judge.worker import ChildFailure, running_limit
+from kernelwright.judge.channel import ChildFailure, running_limit
 
 
 @pytest.fixture

@@ -7,8 +7,11 @@ import pytest
 
 from kernelwright.judge.hardware import spec_for
 from kernelwright.judge.pool import JudgeOptions
+from kernelwright.judge.failures import CaseFailed
+from kernelwright.judge.judging import Judging
+from kernelwright.judge.performance import CaseTimer
 from kernelwright.judge.verdict import Verdict
-from kernelwright.judge.worker import CaseFailed, Worker
+from kernelwright.judge.worker import Worker
 from kernelwright.tasks import resolve_task
 
 
@@ -43,8 +46,8 @@ def time_case_with(ref: ScriptedChild, cand: ScriptedChild, blocks: int = 2) -> 
                       reason="", seeds=[1])
     opts = dataclasses.asdict(JudgeOptions(perf_blocks=blocks))
     pi = len(task.perf_cases) - 1
-    worker._time_case(task, ref, cand, verdict, opts, pi, {pi: 0.1}, 1 << 20, {"ref": 0, "cand": 0}, [],
-                      spec_for("NVIDIA H200"))
+    judging = Judging(task, {}, opts, verdict, ref=ref, cand=cand)
+    CaseTimer(worker, judging, pi, 1 << 20, {"ref": 0, "cand": 0}).run({pi: 0.1}, [], spec_for("NVIDIA H200"))
     return verdict
 
 

@@ -192,7 +192,7 @@ def stale_reason(record: Record, sha: str | None, key: str | None) -> str | None
 
 def expected_items(task: Task, max_perf_cases: int | None = None) -> int:
     """A task's size as known before judging it: its test items plus the perf cases to be timed."""
-    from ..judge.worker import perf_subset  # the judge's own choice of what is timed
+    from ..judge.timing import perf_subset  # the judge's own choice of what is timed
 
     return len(task.correctness_cases) + len(perf_subset(len(task.perf_cases), max_perf_cases))
 

@@ -1,0 +1,384 @@
+"""The worker's end of its children: a forked child and its private pipe (`ChildProcess`), the
+clock a reply is waited for on, the reference's correctness items streamed ahead of the reader
+(`ReferenceStream`), and the running time a candidate is allowed on one item (`running_limit`).
+
+A child that does not answer (timed out, died, sent something unreadable) raises `ChildFailure`;
+what that means for a verdict is `failures.child_failure`'s to say.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
+from typing import Any, Callable
+
+from . import procs
+from .gpulock import MAX_LOCK_CREDIT_S
+
+LOG_TAIL_BYTES = 4000
+STACK_DUMP_WAIT_S = 0.5
+
+
+def running_limit(opts: dict, cap: float, reference_s: float | None) -> tuple[float, str]:
+    """The candidate's running time allowed on one item (compiling is bounded apart, by
+    `compile_timeout`), and how it was chosen: `run_timeout`, or `run_timeout_factor` times the
+    reference's own running time on the same item where that is known, whichever is longer, at
+    most `cap` (`call_timeout` for the first call, `case_timeout` after it). See JudgeOptions."""
+    floor = float(opts.get("run_timeout", cap))
+    factor = float(opts.get("run_timeout_factor", 0.0))
+    base = max(floor, factor * reference_s) if reference_s is not None else floor
+    limit = min(cap, base)
+    why = (f"run_timeout_factor {factor:g} x the reference's {reference_s:.3g} s on this item"
+           if reference_s is not None and factor * reference_s > floor else f"run_timeout {floor:g} s")
+    return limit, (f"running limit {limit:g} s: {why}, at most {cap:g} s; compiling is limited apart"
+                   if limit < cap else f"running limit {cap:g} s, this stage's cap; compiling is limited apart")
+
+
+class ChildFailure(Exception):
+    """A child did not answer: it timed out, died, or sent something unreadable."""
+
+    def __init__(self, kind: str, reason: str, log_tail: str = "") -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.log_tail = log_tail
+
+
+@dataclass
+class ReplyClock:
+    """The time one reply has taken, split by what the child said it was doing: running (against
+    `limit`, grown by tune notices up to `cap`), compiling (against `compile_timeout`), or queued
+    for the GPU lock (against `MAX_LOCK_CREDIT_S`); `mark` is when the current stretch began."""
+
+    limit: float
+    cap: float
+    compile_timeout: float
+    ran: float = 0.0
+    compiled: float = 0.0
+    credit: float = 0.0
+    compiling: bool = False
+    waiting: bool = False
+    mark: float = field(default_factory=time.monotonic)
+
+    @property
+    def phase(self) -> str:
+        return "waiting" if self.waiting else "compiling" if self.compiling else "running"
+
+    def budget(self, now: float) -> float:
+        """Seconds left, at `now`, to the limit of the current phase."""
+        elapsed = now - self.mark
+        if self.waiting:
+            return MAX_LOCK_CREDIT_S - self.credit - elapsed
+        if self.compiling:
+            return self.compile_timeout - self.compiled - elapsed
+        return self.limit - self.ran - elapsed
+
+    def charge(self, now: float) -> None:
+        """The stretch from `mark` to `now`, to the current phase."""
+        if self.waiting:
+            self.credit += now - self.mark
+        elif self.compiling:
+            self.compiled += now - self.mark
+        else:
+            self.ran += now - self.mark
+        self.mark = now
+
+    def lock_notice(self, state: Any) -> None:
+        if state == "waiting":
+            self.waiting = True
+        elif state == "got":
+            self.waiting = False
+
+
+class ChildProcess:
+    """A forked child and the worker's end of its private pipe.
+
+    Every request carries a sequence number that its replies echo; `recv` matches each reply to
+    the oldest request not yet answered (its op and number), so a frame the candidate wrote on
+    the pipe itself (an unsolicited "ok", a reply to a request never sent) is that child's
+    protocol failure instead of being read as the answer to the next request."""
+
+    # (seq, op) of the requests sent and not yet answered; None for a child played by a test
+    pending: deque | None = None
+    # the most seconds of compiling per reply, and the running time an autotuner config adds
+    # (set per verdict from JudgeOptions: `Worker._judge`)
+    compile_timeout: float = 600.0
+    tune_config_s: float = 1.0
+
+    def __init__(self, role: str, task, device: str, options: dict,
+                 on_lock_stats: Callable[[dict], None] | None = None) -> None:
+        from .child import child_main
+
+        self.role = role
+        self.on_lock_stats = on_lock_stats  # seconds the child waited for the GPU / compiled unlocked
+        self.task = task
+        fd, self.log_path = tempfile.mkstemp(prefix=f"kernelwright-{role}-", suffix=".log")
+        os.close(fd)
+        parent_conn, child_conn = Pipe(duplex=True)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            child_main(child_conn.fileno(), role, task, device, self.log_path, options)
+        child_conn.close()
+        self.pid = pid
+        self.conn: Connection = parent_conn
+        self.info: dict[str, Any] | None = None
+        self.alive = True
+        self.stopped = False
+        self.seq = 0
+        self.pending = deque([(0, "ready")])  # the child's first message, unasked
+
+    # -- messaging ---------------------------------------------------------------------------
+    def ready(self, timeout: float) -> dict:
+        from .messages import MessageError, Ready, parse_reply
+
+        if self.info is None:
+            try:
+                reply = parse_reply(self.recv(timeout, "starting"), "ready", self.role)
+                if not isinstance(reply, Ready):
+                    raise MessageError("the child's first message is not its description")
+            except MessageError as exc:
+                self.kill()
+                raise ChildFailure("protocol", f"unreadable reply while starting: {exc}", self.log_tail()) from None
+            self.info = reply.info()
+        return self.info
+
+    def send(self, msg: dict) -> None:
+        if self.pending is not None and msg.get("op") != "exit":
+            self.seq += 1
+            msg = dict(msg, seq=self.seq)
+            self.pending.append((self.seq, msg.get("op")))
+        try:
+            self.conn.send(msg)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            raise self._death("receiving a request") from None
+
+    def recv(self, timeout: float, doing: str, cap: float | None = None, note: str = "") -> dict:
+        """The next reply, within `timeout` seconds of running. The child's notices split the
+        time (`compilewatch`, `messages.CompileNotice`): between "compile" start and end it is
+        compiling, bounded by `compile_timeout` per reply instead; each "tune" notice (an
+        autotuner benchmarks one more config) adds `tune_config_s` of running time, up to `cap`
+        (default: `timeout`, no allowance). Between `gpu_lock` notices "waiting" and "got" (it
+        queues for the shared GPU lock behind a timing turn) the clock stops, for at most
+        `MAX_LOCK_CREDIT_S` per reply: a forged notice can delay a verdict by that much, and a
+        forged compile span by `compile_timeout`, never stop the clock for good. `note` says,
+        in a timeout's reason, how the running limit was chosen."""
+        from .messages import MessageError, parse_notice
+
+        clock = ReplyClock(limit=timeout, cap=timeout if cap is None else max(cap, timeout),
+                           compile_timeout=self.compile_timeout)
+        while True:
+            now = time.monotonic()
+            if not self._poll(clock.budget(now), doing):
+                clock.charge(now)
+                self.dump_stacks()
+                self.kill()
+                raise ChildFailure("timeout", self._timeout_reason(clock, doing, note), self.log_tail())
+            reply = self._read_frame(doing)
+            is_lock = isinstance(reply, dict) and reply.get("op") == "gpu_lock"
+            try:
+                notice = None if is_lock else parse_notice(reply)
+            except MessageError as exc:
+                self.kill()
+                raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
+            if not is_lock and notice is None:
+                break
+            clock.charge(time.monotonic())  # the stretch since the last notice, to what it was
+            if is_lock:
+                clock.lock_notice(reply.get("state"))
+            elif notice.op == "compile":
+                clock.compiling = notice.state == "start"
+            else:  # one more autotuner config to benchmark
+                clock.limit = min(clock.cap, clock.limit + self.tune_config_s)
+        if self.pending is not None:
+            self._match(reply, doing)
+        stats = reply.pop("gpu_lock_s", None) if isinstance(reply, dict) else None
+        if isinstance(stats, dict) and self.on_lock_stats is not None:
+            self.on_lock_stats(stats)
+        return reply
+
+    def _poll(self, budget: float, doing: str) -> bool:
+        """Whether a frame began within `budget` seconds."""
+        try:
+            return self.conn.poll(max(0.0, budget))
+        except (EOFError, ConnectionResetError, OSError):
+            raise self._death(doing) from None
+
+    def _read_frame(self, doing: str) -> Any:
+        """The next frame, decoded; a frame that cannot be read is the child's failure."""
+        from . import wire
+
+        try:
+            return wire.decode(wire.read_frame(self.conn.fileno(), wire.MAX_REPLY_BYTES),
+                               share=True)  # a fresh buffer, ours alone
+        except (EOFError, ConnectionResetError, OSError):
+            raise self._death(doing) from None
+        except wire.FrameTimeout as exc:  # half a reply, then nothing: a hung (or hostile) child
+            self.dump_stacks()
+            self.kill()
+            raise ChildFailure("timeout", f"{exc} while {doing}", self.log_tail()) from None
+        except wire.FrameTooLarge as exc:  # outputs too large to travel whole (or a forged size)
+            self.kill()
+            raise ChildFailure("too_large", f"{exc.size / 2**30:.2f} GiB reply while {doing}, over the "
+                               f"{exc.limit / 2**30:.2f} GiB a reply may carry", self.log_tail()) from None
+        except wire.WireError as exc:  # an oversized or malformed reply
+            self.kill()
+            raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
+
+    def _match(self, reply: Any, doing: str) -> None:
+        """The reply must answer the oldest request still unanswered: same op, same number."""
+        if not self.pending:
+            problem = "a reply to no request"
+        else:
+            seq, op = self.pending.popleft()
+            got = (reply.get("seq"), reply.get("op")) if isinstance(reply, dict) else (None, None)
+            problem = None if got == (seq, op) else (
+                f"a reply numbered {str(got[0])[:20]} ({str(got[1])[:40]}) where request {seq} ({op}) was due")
+        if problem:
+            self.kill()
+            raise ChildFailure("protocol", f"unreadable reply while {doing}: {problem}", self.log_tail())
+
+    def request(self, msg: dict, timeout: float, doing: str, cap: float | None = None, note: str = "") -> dict:
+        self.send(msg)
+        return self.recv(timeout, doing, cap, note)
+
+    def _timeout_reason(self, clock: "ReplyClock", doing: str, note: str) -> str:
+        """What ran out, and for how long each part of the reply's time went."""
+        phase, ran, compiled, queued = clock.phase, clock.ran, clock.compiled, clock.credit
+        if phase == "waiting":
+            return f"waited more than {MAX_LOCK_CREDIT_S:g} s for the GPU while {doing}"
+        parts = [f"{compiled:.1f} s compiling"] if compiled >= 0.1 and phase == "running" else []
+        parts += [f"{ran:.1f} s running"] if phase == "compiling" and ran >= 0.1 else []
+        parts += [f"{queued:.0f} s queueing for the GPU"] if queued >= 1 else []
+        plus = f" (plus {', '.join(parts)})" if parts else ""
+        if phase == "compiling":
+            return (f"timed out after {self.compile_timeout:g} s compiling Triton kernels{plus} while {doing} "
+                    "(a compile that never ends?)")
+        how = f"; {note}" if note else ""
+        return (f"timed out after {clock.limit:g} s running{plus} while {doing}{how} "
+                "(an infinite loop in host code, or a kernel that never terminates?)")
+
+    def _death(self, doing: str) -> ChildFailure:
+        status = procs.reap(self.pid, timeout=5.0)
+        self.alive = False
+        self.kill()
+        if status is None:
+            how = "closed its channel"
+        elif os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            how = "exited with status 0 before reporting a result (sys.exit/os._exit in the candidate?)"
+        else:
+            how = procs.describe_status(status)
+        return ChildFailure("crash", f"the process {how} while {doing}", self.log_tail())
+
+    # -- control -----------------------------------------------------------------------------
+    def pause(self) -> None:
+        """SIGSTOP the whole group while the other side is timed: nothing it left running on the
+        host (threads, helper processes) can steal time from the measurement."""
+        if self.alive and not self.stopped:
+            try:
+                os.killpg(self.pid, signal.SIGSTOP)
+                self.stopped = True
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def resume(self) -> None:
+        if self.stopped:
+            try:
+                os.killpg(self.pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.stopped = False
+
+    def dump_stacks(self) -> None:
+        """Ask a child that ran out of time to write every thread's Python stack to its log
+        (faulthandler, installed at its start), so the timeout's log tail says where it hung."""
+        from .child import STACK_DUMP_SIGNAL
+
+        if not self.alive or self.pid <= 0:  # (os.kill(-1, ...) would signal every process)
+            return
+        self.resume()
+        try:
+            os.kill(self.pid, STACK_DUMP_SIGNAL)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(STACK_DUMP_WAIT_S)
+
+    def kill(self) -> None:
+        self.resume()
+        procs.kill_group(self.pid)
+        procs.reap(self.pid, timeout=5.0)
+        self.alive = False
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+    def close(self, timeout: float = 2.0) -> None:
+        if self.alive:
+            try:
+                self.conn.send({"op": "exit"})
+            except OSError:
+                pass
+        self.kill()
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - LOG_TAIL_BYTES))
+                return f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def remove_log(self) -> None:
+        try:
+            os.unlink(self.log_path)
+        except OSError:
+            pass
+
+
+class ReferenceStream:
+    """The reference's correctness items, sent one message each and kept `ahead` items ahead of
+    the reader: the reference computes the next item while the candidate runs this one, yet never
+    runs far past a failure (a whole parametrization used to be computed and then thrown away).
+    `probe(j)` asks for item j again with the probes on; replies of items already in flight are
+    read first and kept, so the order of the stream is never disturbed."""
+
+    def __init__(self, ref: "ChildProcess", items: list[dict], gpu_lock: bool, ahead: int = 1) -> None:
+        self.ref, self.items, self.gpu_lock, self.ahead = ref, items, gpu_lock, ahead
+        self.sent = 0  # items[:sent] have been asked for
+        self.outstanding: list[Any] = []  # tags of requests whose replies are not read yet, in order
+        self.kept: dict[Any, dict] = {}
+
+    @property
+    def pending(self) -> int:
+        return len(self.outstanding)
+
+    def _ask(self, tag: Any, item: dict) -> None:
+        self.ref.send({"op": "run", "items": [item], "gpu_lock": self.gpu_lock})
+        self.outstanding.append(tag)
+
+    def _await(self, tag: Any, timeout: float, doing: str) -> dict:
+        while tag not in self.kept:
+            head = self.outstanding[0]
+            self.kept[head] = self.ref.recv(timeout, doing)
+            self.outstanding.pop(0)
+        return self.kept.pop(tag)
+
+    def reply(self, j: int, timeout: float, doing: str) -> dict:
+        """Item j's reply (items are read in order)."""
+        while self.sent < min(len(self.items), j + 1 + self.ahead):
+            self._ask(self.sent, self.items[self.sent])
+            self.sent += 1
+        return self._await(j, timeout, doing)
+
+    def probe(self, j: int, timeout: float, doing: str) -> dict:
+        """Item j computed again, with its undefined output positions found by the probes."""
+        self._ask(("probe", j), dict(self.items[j], probe=True))
+        return self._await(("probe", j), timeout, doing)
