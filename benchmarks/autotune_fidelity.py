@@ -68,7 +68,7 @@ def standalone(spec_path: str) -> None:
         import torch
         from triton.runtime.autotuner import Autotuner
 
-        from kernelwright.judge.child import Harness
+        from kernelwright.judge.harness import Harness
         from kernelwright.tasks import load_task_ref
 
         # Only *registered* here (no benchmarker, budget or prune of ours): Triton's own autotuner.

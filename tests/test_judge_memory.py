@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from kernelwright.judge import JudgeOptions, JudgePool
-from kernelwright.judge.child import tensor_digest
+from kernelwright.judge.digests import tensor_digest
 from kernelwright.judge.footprint import PROBLEM_TOO_LARGE_TYPE
 from kernelwright.suites.kernelbench import kernelbench_task
 

@@ -6,7 +6,7 @@ timing turn disturbs what that turn measures. Only writing to the pipe comes aft
 import contextlib
 from types import SimpleNamespace
 
-from kernelwright.judge.child import Harness
+from kernelwright.judge.reference_harness import ReferenceHarness
 
 
 class RecordingShare:
@@ -32,9 +32,9 @@ class RecordingShare:
         return {}
 
 
-def harness(events: list, results: list[bool]) -> Harness:
-    h = Harness.__new__(Harness)  # no device, no task: only the request's bookkeeping is exercised
-    h.role, h.is_gpu = "reference", True
+def harness(events: list, results: list[bool]) -> ReferenceHarness:
+    h = ReferenceHarness.__new__(ReferenceHarness)  # no device, no task: only the request's bookkeeping is exercised
+    h.is_gpu = True
     h.share = RecordingShare(events)
     h.torch = SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: events.append(
         "empty_cache" + (" (held)" if h.share.held else " (NOT HELD)"))))

@@ -1,9 +1,9 @@
-"""Probes place the tensors a call creates itself between poisoned zones (judge/child.py)."""
+"""Probes place the tensors a call creates itself between poisoned zones (judge/poison.py)."""
 
 import pytest
 import torch
 
-from kernelwright.judge.child import guarded_allocations, in_guard_zone
+from kernelwright.judge.poison import guarded_allocations, in_guard_zone
 
 ZONE = 4096
 

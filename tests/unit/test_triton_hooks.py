@@ -13,7 +13,8 @@ SCRIPT = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import triton
     import triton.language as tl
-    from kernelwright.judge.child import LaunchCounter, TuningBench
+    from kernelwright.judge.autotuning import TuningBench
+    from kernelwright.judge.launches import LaunchCounter
 
     LaunchCounter(None).install()
 
@@ -94,37 +95,37 @@ def test_checks_tune_on_a_small_budget_and_timing_turns_on_the_full_one(monkeypa
     and an autotuner of many configs gets less per config, so that one tuning stays bounded."""
     import triton.testing
 
-    from kernelwright.judge import child
+    from kernelwright.judge import autotuning
 
     seen = []
     monkeypatch.setattr(triton.testing, "do_bench",
                         lambda fn, warmup, rep, quantiles: seen.append(("bench", warmup, rep)) or 1.0)
     monkeypatch.setattr(triton.testing, "do_bench_cudagraph",
                         lambda fn, rep, quantiles: seen.append(("graph", rep)) or 1.0)
-    monkeypatch.setattr(child, "_checking", [True])
-    child.TuningBench(4)(None, None)
-    child.TuningBench(4, cuda_graph=True)(None, None)
-    child._checking[0] = False
-    child.TuningBench(4)(None, None)
-    child.TuningBench(4, cuda_graph=True)(None, None)
-    assert seen == [("bench", child.CHECK_TUNING_WARMUP_MS, child.CHECK_TUNING_REP_MS),
-                    ("graph", child.CHECK_TUNING_REP_MS),
-                    ("bench", child.TUNING_WARMUP_MS, child.TUNING_REP_MS), ("graph", child.TUNING_REP_MS)]
-    assert child.CHECK_TUNING_REP_MS < child.TUNING_REP_MS
+    monkeypatch.setattr(autotuning, "_checking", [True])
+    autotuning.TuningBench(4)(None, None)
+    autotuning.TuningBench(4, cuda_graph=True)(None, None)
+    autotuning._checking[0] = False
+    autotuning.TuningBench(4)(None, None)
+    autotuning.TuningBench(4, cuda_graph=True)(None, None)
+    assert seen == [("bench", autotuning.CHECK_TUNING_WARMUP_MS, autotuning.CHECK_TUNING_REP_MS),
+                    ("graph", autotuning.CHECK_TUNING_REP_MS),
+                    ("bench", autotuning.TUNING_WARMUP_MS, autotuning.TUNING_REP_MS), ("graph", autotuning.TUNING_REP_MS)]
+    assert autotuning.CHECK_TUNING_REP_MS < autotuning.TUNING_REP_MS
     # many configs: the rep shrinks so that one tuning stays within TUNING_TOTAL_MS, down to a floor
     seen.clear()
     for n in (48, 100000):
-        child.TuningBench(n)(None, None)
+        autotuning.TuningBench(n)(None, None)
     (_, w48, r48), (_, w_many, r_many) = seen
-    assert r48 * 48 == child.TUNING_TOTAL_MS and r48 < child.TUNING_REP_MS
-    assert w48 / r48 == child.TUNING_WARMUP_MS / child.TUNING_REP_MS
-    assert r_many == child.TUNING_MIN_REP_MS
+    assert r48 * 48 == autotuning.TUNING_TOTAL_MS and r48 < autotuning.TUNING_REP_MS
+    assert w48 / r48 == autotuning.TUNING_WARMUP_MS / autotuning.TUNING_REP_MS
+    assert r_many == autotuning.TUNING_MIN_REP_MS
 
 
 def test_the_timing_turn_tuning_budget_can_be_set_for_measurements(monkeypatch):
     import pytest
 
-    from kernelwright.judge.child import _tuning_ms_from_env
+    from kernelwright.judge.autotuning import _tuning_ms_from_env
 
     monkeypatch.delenv("KERNELWRIGHT_TUNING_MS", raising=False)
     assert _tuning_ms_from_env() == (3.0, 12.0)
@@ -141,10 +142,11 @@ SHORTLIST = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import triton
     import triton.language as tl
-    from kernelwright.judge import child
+    from kernelwright.judge import autotuning
+    from kernelwright.judge.launches import LaunchCounter
 
-    assert child.shortlist_at_timing_turns()
-    counter = child.LaunchCounter(None)
+    assert autotuning.shortlist_at_timing_turns()
+    counter = LaunchCounter(None)
     counter.install()
 
     @triton.autotune(configs=[triton.Config({"B": b}) for b in range(20)], key=["n"])
@@ -161,16 +163,16 @@ SHORTLIST = textwrap.dedent("""
 
     def bench(kernel_call, quantiles):
         kernel_call()
-        ms = (check_ms[n_now[0]] if child._checking[0] else alone_ms)[tried[-1]]
+        ms = (check_ms[n_now[0]] if autotuning._checking[0] else alone_ms)[tried[-1]]
         return [ms, ms, ms]
 
     k._do_bench = bench
-    child._checking[0] = True
+    autotuning._checking[0] = True
     for n in (4096, 64):             # checks tune all 20 configs at two keys
         n_now[0] = n
         k[(1,)](0, n)
     tried.clear()
-    child._checking[0] = False
+    autotuning._checking[0] = False
     counter.forget_tuning()          # the timing turn begins
     k[(1,)](0, 4096)                 # a key the checks tuned: its own shortlist
     print(sorted(set(tried)))

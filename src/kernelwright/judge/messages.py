@@ -98,7 +98,7 @@ class CandidateRun(Reply):
     outputs: list[torch.Tensor]
     launches: int
     seconds: float
-    # digests of the input tensors after the call (child.tensor_digest): inputs never travel
+    # digests of the input tensors after the call (digests.tensor_digest): inputs never travel
     input_digests: list[str]
     kernels: dict[str, int] = field(default_factory=dict)
     repeat_outputs: Optional[list[torch.Tensor]] = None
@@ -196,7 +196,7 @@ class PerfPrepare(Reply):
     host_sync: bool = False
     phase_s: dict[str, float] = field(default_factory=dict)
     tuned: dict[str, str] = field(default_factory=dict)
-    patched: list[str] = field(default_factory=list)  # timing functions found replaced (see child.patched_timers)
+    patched: list[str] = field(default_factory=list)  # timing functions found replaced (see Harness.patched_timers)
 
 
 @dataclass

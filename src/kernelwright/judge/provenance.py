@@ -1,7 +1,7 @@
 """Which memory the candidate's own Triton kernels were given during one call: a candidate passes
 only if every tensor it returns lies in such memory (issue 20, item 3).
 
-The launch counter (`child.LaunchCounter`) hands every launch of a kernel defined in the
+The launch counter (`launches.LaunchCounter`) hands every launch of a kernel defined in the
 candidate's file to `KernelMemory.note_launch` while a check runs: each tensor argument's storage
 (and a TMA descriptor's base tensor) is recorded, by weak reference, so a scratch buffer that is
 freed and whose addresses torch reuses for a result computed otherwise does not count. After the

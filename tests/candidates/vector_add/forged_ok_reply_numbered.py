@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 from kernelwright.judge import wire
-from kernelwright.judge.child import tensor_digests
+from kernelwright.judge.digests import tensor_digests
 
 
 @triton.jit

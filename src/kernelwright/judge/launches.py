@@ -1,0 +1,76 @@
+"""Counting Triton kernel launches inside a judge child (both sides install the same counter)."""
+
+from __future__ import annotations
+
+import os
+import weakref
+from typing import Any
+
+from . import autotuning
+
+
+class LaunchCounter:
+    """Counts Triton kernel launches by wrapping the class-level `run` that every launch goes
+    through (`kernel[grid](...)`, autotuners, heuristics; compiled and interpreted alike).
+    Launches of kernels defined in the candidate's own file are counted separately, so that a
+    file that computes with torch (or with torch.compile's generated kernels) is caught."""
+
+    def __init__(self, own_file: str | None) -> None:
+        self.own_file = own_file
+        self.own = 0
+        self.other = 0
+        self.kernels: dict[str, int] = {}
+        # code object -> defined in the candidate's file? Resolved once: a path lookup on every
+        # launch costs tens of microseconds of syscalls, which would be billed to the candidate.
+        self._is_own: dict[Any, bool] = {}
+        self.autotuners: weakref.WeakSet = weakref.WeakSet()
+        # while a check runs: the memory its own launches are given (provenance.KernelMemory)
+        self.memory = None
+
+    def forget_tuning(self) -> int:
+        """The autotuners seen so far tune again at their next call (autotuning.forget_tuning)."""
+        return autotuning.forget_tuning(self.autotuners)
+
+    def tuned_configs(self) -> dict[str, str]:
+        """Each autotuned kernel's current choice, by kernel name (autotuning.tuned_configs)."""
+        return autotuning.tuned_configs(self.autotuners)
+
+    def install(self) -> None:
+        autotuning.register_autotuners(self.autotuners)
+        classes = []
+        from triton.runtime.jit import JITFunction
+
+        classes.append(JITFunction)
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        counter = self
+        for cls in classes:
+            original = cls.run
+
+            def run(self, *args, _original=original, **kwargs):
+                if not kwargs.get("warmup", False):
+                    counter._record(self, args, kwargs)
+                return _original(self, *args, **kwargs)
+
+            cls.run = run
+
+    def _record(self, jit_fn, args: tuple = (), kwargs: dict | None = None) -> None:
+        fn = getattr(jit_fn, "fn", None)
+        code = getattr(fn, "__code__", None)
+        own = self._is_own.get(code)
+        if own is None:
+            own = bool(code is not None and self.own_file and os.path.realpath(code.co_filename) == self.own_file)
+            self._is_own[code] = own
+        if own:
+            self.own += 1
+            name = fn.__name__
+            self.kernels[name] = self.kernels.get(name, 0) + 1
+            if self.memory is not None:
+                self.memory.note_launch(args, kwargs or {})
+        else:
+            self.other += 1
+
