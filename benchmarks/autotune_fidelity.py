@@ -3,7 +3,7 @@ pick alone at that key? And when it is not, how much slower is it?
 
 The judge does not let `@triton.autotune` tune freely at timing: checks tune on a short budget and
 remember, per key, the SHORTLIST_CONFIGS fastest; the timing turn drops every choice and tunes
-again among that shortlist only, on TuningBench's budget (judge/child.py). For each autotuned task of
+again among that shortlist only, on TuningBench's budget (judge/autotuning.py). For each autotuned task of
 a GEAK suite (TritonBench-revised or ROCm), this script
 
   (a) judges the golden code as the candidate with the real JudgePool and reads, per timed perf case,

@@ -86,7 +86,7 @@ def test_a_crash_says_what_the_process_printed_last(submitted):
 def test_detail_shows_the_candidate_frames_not_the_harness(submitted):
     verdict = submitted[0]["raises"]
     assert "raises-" in verdict.detail and "raise ValueError" in verdict.detail
-    assert "kernelwright/judge/child.py" not in verdict.detail
+    assert "kernelwright/judge/" not in verdict.detail  # no harness frame, whichever module
     assert "ValueError: block size must be a power of two" in verdict.detail
 
 

@@ -92,7 +92,7 @@ class TimedRequests:
         (a candidate that patches `time.perf_counter`, `torch.cuda.Event.elapsed_time`, `do_bench`
         or the harness's own timer references to look fast), by name. This runs inside the
         candidate's process, so a candidate can defeat it; the worker's own clock around each
-        block is the check it cannot reach (`Worker._time_case`)."""
+        block is the check it cannot reach (`performance.CaseTimer`)."""
         return timing_ops.patched_names(self.clocks, self._timers, self._timing_functions())[:20]
 
     def _timed_calls(self, n: int, pad_ms: float = 0.0, only_set: int | None = None) -> list[float]:
