@@ -36,6 +36,7 @@ HOSTILE = {
     "forged_ok_reply": ("call", "protocol_error"),
     "forged_ok_reply_numbered": ("correctness", "protocol_error"),
     "unsolicited_reply_at_import": ("call", "protocol_error"),
+    "forged_wait_then_hang": ("call", "timeout"),
 }
 
 
@@ -65,6 +66,8 @@ def test_forged_replies_say_what_was_wrong(vector_add_verdicts):
     assert "outputs: expected a list" in vector_add_verdicts["forged_reply_wrong_types"].reason
     assert "lacks its field" in vector_add_verdicts["forged_reply_missing_fields"].reason
     assert "numbered 999" in vector_add_verdicts["forged_ok_reply"].reason
+    # a forged "queueing for the GPU" does not stop the clock: timed out at call_timeout (8 s)
+    assert "said it was queueing for the GPU" in vector_add_verdicts["forged_wait_then_hang"].reason
 
 
 def test_a_token_launch_at_perf_size_only_fails_the_perf_check(tmp_path):

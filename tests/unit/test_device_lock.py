@@ -500,3 +500,74 @@ def test_a_drain_behind_another_timing_turn_says_so(monkeypatch, tmp_path):
     report names the holder as a timing turn."""
     reports, _, pid = _drain_reports(monkeypatch, tmp_path, exclusive=True)
     assert len(reports) == 1 and reports[0][0].startswith(f"the timing turn of pid {pid} ("), reports
+
+
+def _hold_exclusively_in_a_process(gpulock):
+    """A process that takes this GPU's lock exclusively (a timing turn, for the lock table) and
+    holds it until its stdin closes; returns it once it holds the lock."""
+    import subprocess
+    import sys
+
+    base = gpulock._lock_base()
+    code = ("import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); sys.stdin.read()")
+    holder = subprocess.Popen([sys.executable, "-c", code, base + ".lock"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_timing_turn_elsewhere_is_seen_in_the_lock_table_and_our_own_tree_is_not(monkeypatch, tmp_path):
+    import os
+
+    from kernelwright.judge import gpulock
+
+    if not gpulock.flocks_listed():
+        pytest.skip("/proc/locks does not list flocks here")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    lock, turnstile = gpulock._open_lock_files()  # the files exist, nobody holds them
+    try:
+        assert gpulock.timing_turn_elsewhere({os.getpid()}) is False
+        holder = _hold_exclusively_in_a_process(gpulock)
+        try:
+            assert gpulock.timing_turn_elsewhere({os.getpid()}) is True
+            # the same hold by a process of the worker's own tree (a candidate's) is no timing turn
+            assert gpulock.timing_turn_elsewhere({os.getpid(), holder.pid}) is False
+        finally:
+            holder.stdin.close()
+            holder.wait(5)
+        with device_lock("cuda", exclusive=False):  # a shared hold (a check) is no timing turn either
+            assert gpulock.timing_turn_elsewhere(set()) is False
+    finally:
+        lock.close()
+        turnstile.close()
+
+
+def test_waiting_for_the_gpu_is_believed_only_while_another_timing_turn_holds_it(monkeypatch, fake_child):
+    from kernelwright.judge import channel
+    from kernelwright.judge.channel import ChildFailure
+
+    monkeypatch.setattr(channel, "LOCK_CHECK_S", 0.05)
+    child, play = fake_child
+    seen = {"turn": True}
+    child.turn_elsewhere = lambda: seen["turn"]
+    play((0.0, {"op": "gpu_lock", "state": "waiting"}), (0.6, {"op": "gpu_lock", "state": "got"}),
+         (0.1, {"op": "run", "ok": True}))
+    assert child.recv(0.3, "testing") == {"op": "run", "ok": True}  # 0.6 s queued behind a real turn
+
+    seen["turn"] = False  # the same claim with no timing turn anywhere: the clock keeps running
+    sender = play((0.0, {"op": "gpu_lock", "state": "waiting"}), (1.0, {"op": "run", "ok": True}))
+    start = time.monotonic()
+    with pytest.raises(ChildFailure) as failed:
+        child.recv(0.3, "testing")
+    assert failed.value.kind == "timeout" and "timed out after 0.3 s running" in failed.value.reason
+    assert "said it was queueing for the GPU while no other timing turn held it" in failed.value.reason
+    assert time.monotonic() - start < 0.8
+    sender.join(5)
+    assert child.conn.poll(2) and child.conn.recv_bytes()  # the late reply of the child given up on
+
+    seen["turn"] = None  # where the lock table cannot be read, the notice is believed as before
+    play((0.0, {"op": "gpu_lock", "state": "waiting"}), (0.6, {"op": "gpu_lock", "state": "got"}),
+         (0.1, {"op": "run", "ok": True}))
+    assert child.recv(0.3, "testing") == {"op": "run", "ok": True}

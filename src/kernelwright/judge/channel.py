@@ -19,7 +19,10 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from . import procs
-from .gpulock import MAX_LOCK_CREDIT_S
+from .gpulock import MAX_LOCK_CREDIT_S, timing_turn_elsewhere
+
+# While a child says it queues for the GPU, its worker looks this often at who holds the lock.
+LOCK_CHECK_S = 1.0
 
 LOG_TAIL_BYTES = 4000
 STACK_DUMP_WAIT_S = 0.5
@@ -65,6 +68,7 @@ class ReplyClock:
     compiling: bool = False
     waiting: bool = False
     mark: float = field(default_factory=time.monotonic)
+    unqueued: bool = False  # it said it queued for the GPU while no timing turn held it
 
     @property
     def phase(self) -> str:
@@ -95,6 +99,14 @@ class ReplyClock:
         elif state == "got":
             self.waiting = False
 
+    def check_wait(self, now: float, turn_elsewhere: bool | None) -> None:
+        """While the child says it queues: the stretch is queueing only if a timing turn outside
+        the worker's own tree holds the GPU (None: cannot be known, believed as before); otherwise
+        the claim is void and the stretch since `mark` counts as running."""
+        if turn_elsewhere is False:
+            self.waiting, self.unqueued = False, True
+        self.charge(now)
+
 
 class ChildProcess:
     """A forked child and the worker's end of its private pipe.
@@ -116,6 +128,7 @@ class ChildProcess:
         from .child import child_main
 
         self.role = role
+        self.device = device
         self.on_lock_stats = on_lock_stats  # seconds the child waited for the GPU / compiled unlocked
         self.task = task
         fd, self.log_path = tempfile.mkstemp(prefix=f"kernelwright-{role}-", suffix=".log")
@@ -174,7 +187,12 @@ class ChildProcess:
                            compile_timeout=self.compile_timeout)
         while True:
             now = time.monotonic()
-            if not self._poll(clock.budget(now), doing):
+            budget = clock.budget(now)
+            checking = clock.waiting and budget > LOCK_CHECK_S
+            if not self._poll(LOCK_CHECK_S if checking else budget, doing):
+                if checking:
+                    clock.check_wait(time.monotonic(), self.turn_elsewhere())
+                    continue
                 clock.charge(now)
                 self.dump_stacks()
                 self.kill()
@@ -201,6 +219,14 @@ class ChildProcess:
         if isinstance(stats, dict) and self.on_lock_stats is not None:
             self.on_lock_stats(stats)
         return reply
+
+    def turn_elsewhere(self) -> bool | None:
+        """Whether another worker's timing turn holds the GPU: the worker's own tree (itself, its
+        children and whatever they spawned or left re-parented to it) does not count."""
+        if getattr(self, "device", None) == "cpu":
+            return False  # no GPU lock on a CPU: a child that says it queues for one is lying
+        me = os.getpid()
+        return timing_turn_elsewhere({me, *procs.descendants(me)})
 
     def _poll(self, budget: float, doing: str) -> bool:
         """Whether a frame began within `budget` seconds."""
@@ -260,6 +286,8 @@ class ChildProcess:
             return (f"timed out after {self.compile_timeout:g} s compiling Triton kernels{plus} while {doing} "
                     "(a compile that never ends?)")
         how = f"; {note}" if note else ""
+        if clock.unqueued:
+            how += "; it said it was queueing for the GPU while no other timing turn held it"
         return (f"timed out after {clock.limit:g} s running{plus} while {doing}{how} "
                 "(an infinite loop in host code, or a kernel that never terminates?)")
 

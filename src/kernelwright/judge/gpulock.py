@@ -101,6 +101,64 @@ def lock_holders(lock) -> list[str]:
             for pid, exclusive in holders.items()]
 
 
+def _flock_table() -> list[tuple[int, int, bool]] | None:
+    """(pid, inode, exclusive) of every flock held on this machine, from /proc/locks (waiters left
+    out); None where it cannot be read."""
+    try:
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    table = []
+    for line in lines:
+        fields = line.split()
+        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK" or not fields[4].isdigit():
+            continue
+        inode = fields[5].rsplit(":", 1)[-1]
+        if inode.isdigit():
+            table.append((int(fields[4]), int(inode), fields[3] == "WRITE"))
+    return table
+
+
+_FLOCKS_LISTED: bool | None = None
+
+
+def flocks_listed() -> bool:
+    """Whether /proc/locks lists this process's flocks (a lock of our own must show up): some
+    kernels, or sandboxes such as gVisor, may give no table or an empty one, and an empty table
+    would read as "nobody holds the GPU". Checked once per process."""
+    global _FLOCKS_LISTED
+    if _FLOCKS_LISTED is None:
+        import tempfile
+
+        with tempfile.TemporaryFile() as probe:
+            fcntl.flock(probe, fcntl.LOCK_EX)
+            inode = os.fstat(probe.fileno()).st_ino
+            table = _flock_table() or []
+            _FLOCKS_LISTED = (os.getpid(), inode, True) in table
+    return _FLOCKS_LISTED
+
+
+def timing_turn_elsewhere(ours: set[int]) -> bool | None:
+    """Whether a process outside `ours` (a worker's own process tree) holds this GPU's lock
+    exclusively or its turnstile: the only reason a check may queue for the GPU. None when it
+    cannot be known (no lock files yet, /proc/locks not listing flocks). A child's "waiting"
+    notice stops its worker's clock only while this holds (`channel.ReplyClock`): a candidate
+    cannot stop its own clock by claiming to wait, nor by holding the lock itself."""
+    base = _lock_base()
+    try:
+        lock, turnstile = os.stat(base + ".lock").st_ino, os.stat(base + ".turnstile").st_ino
+    except OSError:
+        return None
+    if not flocks_listed():
+        return None
+    table = _flock_table()
+    if table is None:
+        return None
+    return any(pid not in ours and (inode == turnstile or (inode == lock and exclusive))
+               for pid, inode, exclusive in table)
+
+
 def _describe_process(pid: str) -> str:
     def read(path: str) -> str:
         try:
