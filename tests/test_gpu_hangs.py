@@ -18,7 +18,7 @@ DETECT_S = 60.0
 
 
 def test_a_kernel_that_never_ends_is_judged_fast_and_the_gpu_recovers(monkeypatch):
-    from kernelwright.judge import gpulock
+    from kernelwright.judge import gpulock, lockholders
 
     task = resolve_task("vector_add")
     hang = (CANDIDATES / "hangs" / "kernel_never_ends.py").read_text()
@@ -50,7 +50,7 @@ def test_a_kernel_that_never_ends_is_judged_fast_and_the_gpu_recovers(monkeypatc
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", first)
         lock, turnstile = gpulock._open_lock_files()
         try:
-            assert gpulock.lock_holders(lock) == []
+            assert lockholders.lock_holders(lock) == []
         finally:
             lock.close()
             turnstile.close()

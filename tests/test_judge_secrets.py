@@ -223,7 +223,7 @@ def test_private_directory_is_made_safe(tmp_path, monkeypatch):
         ensure_private(link)
     from kernelwright.judge import gpulock
 
-    assert os.path.dirname(gpulock._lock_base()) == str(made)  # the GPU lock files live there, not in /tmp
+    assert os.path.dirname(gpulock.lock_base()) == str(made)  # the GPU lock files live there, not in /tmp
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to make a directory owned by another user")

@@ -101,7 +101,7 @@ def test_a_child_holds_the_gpu_shared_around_its_work_but_not_while_compiling(mo
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    lock_file = gpulock._lock_base() + ".lock"
+    lock_file = gpulock.lock_base() + ".lock"
     synced = []
     seen_during_compile = []
 
@@ -397,7 +397,7 @@ def test_a_kernels_launcher_is_built_outside_the_lock(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     monkeypatch.setattr(triton.compiler, "compile", lambda src, **kwargs: src)
-    lock_file = gpulock._lock_base() + ".lock"
+    lock_file = gpulock.lock_base() + ".lock"
     seen = []
 
     def fake_init_handles(self):
@@ -433,7 +433,7 @@ def test_nothing_is_let_go_inside_a_cuda_graph_capture(monkeypatch, tmp_path):
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    lock_file = gpulock._lock_base() + ".lock"
+    lock_file = gpulock.lock_base() + ".lock"
     seen = []
     monkeypatch.setattr(triton.compiler, "compile", lambda src, **kwargs: seen.append(_exclusive_now(lock_file)))
     capturing = [True]
@@ -508,7 +508,7 @@ def _hold_exclusively_in_a_process(gpulock):
     import subprocess
     import sys
 
-    base = gpulock._lock_base()
+    base = gpulock.lock_base()
     code = ("import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
             "print('held', flush=True); sys.stdin.read()")
     holder = subprocess.Popen([sys.executable, "-c", code, base + ".lock"], stdin=subprocess.PIPE,
@@ -520,25 +520,25 @@ def _hold_exclusively_in_a_process(gpulock):
 def test_a_timing_turn_elsewhere_is_seen_in_the_lock_table_and_our_own_tree_is_not(monkeypatch, tmp_path):
     import os
 
-    from kernelwright.judge import gpulock
+    from kernelwright.judge import gpulock, lockholders
 
-    if not gpulock.flocks_listed():
+    if not lockholders.flocks_listed():
         pytest.skip("/proc/locks does not list flocks here")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     lock, turnstile = gpulock._open_lock_files()  # the files exist, nobody holds them
     try:
-        assert gpulock.timing_turn_elsewhere({os.getpid()}) is False
+        assert lockholders.timing_turn_elsewhere({os.getpid()}) is False
         holder = _hold_exclusively_in_a_process(gpulock)
         try:
-            assert gpulock.timing_turn_elsewhere({os.getpid()}) is True
+            assert lockholders.timing_turn_elsewhere({os.getpid()}) is True
             # the same hold by a process of the worker's own tree (a candidate's) is no timing turn
-            assert gpulock.timing_turn_elsewhere({os.getpid(), holder.pid}) is False
+            assert lockholders.timing_turn_elsewhere({os.getpid(), holder.pid}) is False
         finally:
             holder.stdin.close()
             holder.wait(5)
         with device_lock("cuda", exclusive=False):  # a shared hold (a check) is no timing turn either
-            assert gpulock.timing_turn_elsewhere(set()) is False
+            assert lockholders.timing_turn_elsewhere(set()) is False
     finally:
         lock.close()
         turnstile.close()

@@ -19,7 +19,8 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from . import procs
-from .gpulock import MAX_LOCK_CREDIT_S, timing_turn_elsewhere
+from .gpulock import MAX_LOCK_CREDIT_S
+from .lockholders import timing_turn_elsewhere
 
 # While a child says it queues for the GPU, its worker looks this often at who holds the lock.
 LOCK_CHECK_S = 1.0

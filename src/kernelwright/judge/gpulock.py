@@ -25,6 +25,7 @@ import time
 from typing import Any, Callable
 
 from .envknobs import env_numbers
+from .lockholders import lock_holders
 from .patching import wrap_once
 
 
@@ -57,7 +58,7 @@ NUDGE_AFTER_S = 0.1
 NUDGE_SIGNAL = signal.SIGRTMIN + 3 if hasattr(signal, "SIGRTMIN") else None
 
 
-def _lock_base() -> str:
+def lock_base() -> str:
     """This GPU's lock files, in the judge's private directory (0700, owned by this user: see
     `privdir`), not in world-writable /tmp where another user could hold them or plant symlinks.
     Every judge process of this user agrees on it (the pool passes it to its workers)."""
@@ -69,119 +70,12 @@ def _lock_base() -> str:
 
 def _open_lock_files():
     """(lock, turnstile): this GPU's two lock files, opened for flock."""
-    base = _lock_base()
+    base = lock_base()
     return open(base + ".lock", "a"), open(base + ".turnstile", "a")
 
 
 # A writer that drains the readers for longer than this says who they are (see `lock_holders`).
 DRAIN_REPORT_S = 2.0
-
-
-def lock_holders(lock) -> list[str]:
-    """The processes holding `lock` (an open lock file), each with what it is doing as far as the
-    kernel says: its state, the wait channel it sleeps in, and the commands of its children (a
-    check holding the GPU while it waits for gcc or ptxas shows them); an exclusive holder is
-    named as a timing turn. From /proc; [] elsewhere."""
-    try:
-        inode = os.fstat(lock.fileno()).st_ino
-        with open("/proc/locks") as f:
-            table = f.read().splitlines()
-    except OSError:
-        return []
-    holders: dict[str, bool] = {}
-    for line in table:
-        fields = line.split()
-        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
-            continue  # waiters, and other kinds of lock
-        pid, where = fields[4], fields[5]
-        if where.rsplit(":", 1)[-1] == str(inode) and pid.isdigit():
-            holders[pid] = holders.get(pid, False) or fields[3] == "WRITE"
-    # an exclusive holder is another worker's timing turn, not a check that is slow to let go
-    return [("the timing turn of " if exclusive else "") + _describe_process(pid)
-            for pid, exclusive in holders.items()]
-
-
-def _flock_table() -> list[tuple[int, int, bool]] | None:
-    """(pid, inode, exclusive) of every flock held on this machine, from /proc/locks (waiters left
-    out); None where it cannot be read."""
-    try:
-        with open("/proc/locks") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    table = []
-    for line in lines:
-        fields = line.split()
-        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK" or not fields[4].isdigit():
-            continue
-        inode = fields[5].rsplit(":", 1)[-1]
-        if inode.isdigit():
-            table.append((int(fields[4]), int(inode), fields[3] == "WRITE"))
-    return table
-
-
-_FLOCKS_LISTED: bool | None = None
-
-
-def flocks_listed() -> bool:
-    """Whether /proc/locks lists this process's flocks (a lock of our own must show up): some
-    kernels, or sandboxes such as gVisor, may give no table or an empty one, and an empty table
-    would read as "nobody holds the GPU". Checked once per process."""
-    global _FLOCKS_LISTED
-    if _FLOCKS_LISTED is None:
-        import tempfile
-
-        with tempfile.TemporaryFile() as probe:
-            fcntl.flock(probe, fcntl.LOCK_EX)
-            inode = os.fstat(probe.fileno()).st_ino
-            table = _flock_table() or []
-            _FLOCKS_LISTED = (os.getpid(), inode, True) in table
-    return _FLOCKS_LISTED
-
-
-def timing_turn_elsewhere(ours: set[int]) -> bool | None:
-    """Whether a process outside `ours` (a worker's own process tree) holds this GPU's lock
-    exclusively or its turnstile: the only reason a check may queue for the GPU. None when it
-    cannot be known (no lock files yet, /proc/locks not listing flocks). A child's "waiting"
-    notice stops its worker's clock only while this holds (`channel.ReplyClock`): a candidate
-    cannot stop its own clock by claiming to wait, nor by holding the lock itself."""
-    base = _lock_base()
-    try:
-        lock, turnstile = os.stat(base + ".lock").st_ino, os.stat(base + ".turnstile").st_ino
-    except OSError:
-        return None
-    if not flocks_listed():
-        return None
-    table = _flock_table()
-    if table is None:
-        return None
-    return any(pid not in ours and (inode == turnstile or (inode == lock and exclusive))
-               for pid, inode, exclusive in table)
-
-
-def _describe_process(pid: str) -> str:
-    def read(path: str) -> str:
-        try:
-            with open(path) as f:
-                return f.read().strip()
-        except OSError:
-            return ""
-
-    stat = read(f"/proc/{pid}/stat").rpartition(")")[2].split()  # state, parent, ...
-    wchan = read(f"/proc/{pid}/wchan")
-    children = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            children += read(f"/proc/{pid}/task/{tid}/children").split()
-    except OSError:
-        pass
-    commands = [read(f"/proc/{child}/comm") or "?" for child in children]
-    parts = [f"{stat[0]}, child of {stat[1]}" if len(stat) > 1 else "gone"]
-    if wchan and wchan != "0":
-        parts.append(f"in {wchan}")
-    if commands:
-        parts.append("children: " + ", ".join(commands))
-    return f"pid {pid} ({'; '.join(parts)})"
 
 
 def _acquire(lock, turnstile, exclusive: bool,
