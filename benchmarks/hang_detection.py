@@ -1,7 +1,8 @@
 """How long the judge takes to return a verdict for candidates that hang, with its default
 limits (or a --run-timeout of your choice): a host loop in the first call, in a later call, at
-import, a kernel that never terminates, and, for comparison, an honest candidate and one whose
-first call spends 8 s compiling (not cut off). Prints JSON: per candidate the seconds from submit
+import, a kernel that never terminates, a host loop only at a perf size (the perf-size check, on
+the tiny_add test task), and, for comparison, an honest candidate and one whose first call spends
+8 s compiling (not cut off). Prints JSON: per candidate the seconds from submit
 to verdict (the pool warmed up first), its stage, kind and reason.
 
 usage: PYTHONPATH=src python benchmarks/hang_detection.py [--device cpu|cuda|auto] [--workers 1]
@@ -20,7 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 CANDIDATES = ROOT / "tests" / "candidates"
 NAMES = ["hangs/host_loop_first_call.py", "hangs/host_loop_later_call.py", "hangs/import_loop.py",
-         "hangs/kernel_never_ends.py", "hangs/slow_compile_finishes.py", "vector_add/good.py"]
+         "hangs/kernel_never_ends.py", "tiny_add/hang_at_perf_size.py", "hangs/slow_compile_finishes.py",
+         "vector_add/good.py"]
+# Short timing settings: only the perf-size check matters here, not the speedup.
+QUICK_PERF = dict(perf=True, perf_blocks=3, block_ms=3, warmup_ms=3, min_calls_per_block=2, max_perf_cases=1)
 
 
 def main() -> None:
@@ -33,11 +37,13 @@ def main() -> None:
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     from kernelwright.judge import JudgeOptions, JudgePool
-    from kernelwright.tasks import resolve_task
+    from kernelwright.tasks import load_task_file, resolve_task
 
-    task = resolve_task("vector_add")
+    tasks = {"vector_add": resolve_task("vector_add"),
+             "tiny_add": load_task_file(CANDIDATES.parent / "tasks" / "tiny_add.py")}
+    task = tasks["vector_add"]
     extra = {} if args.run_timeout is None else {"run_timeout": args.run_timeout}
-    options = JudgeOptions(seeds=2, seed=1, perf=False, **extra)
+    options = JudgeOptions(seeds=2, seed=1, **QUICK_PERF, **extra)
     results = []
     started = time.monotonic()
     kw = {"workers": args.workers} if args.device == "cpu" else {"workers": 1, "workers_per_device": args.workers}
@@ -53,7 +59,8 @@ def main() -> None:
         futures = []
         for name in NAMES:
             submitted = time.monotonic()
-            future = pool.submit(task, (CANDIDATES / name).read_text(), Path(name).stem)
+            own_task = tasks.get(name.split("/")[0], task)  # hangs/ and vector_add/ are vector_add's
+            future = pool.submit(own_task, (CANDIDATES / name).read_text(), Path(name).stem)
             future.add_done_callback(lambda _f, name=name: finished.setdefault(name, time.monotonic()))
             futures.append((name, submitted, future))
             if args.workers == 1:
@@ -64,7 +71,8 @@ def main() -> None:
                             "stage": verdict.stage, "kind": verdict.kind, "reason": verdict.reason})
     report = {"device": args.device, "backend": pool.backend, "workers": args.workers,
               "options": {k: getattr(options, k) for k in ("run_timeout", "run_timeout_factor", "compile_timeout",
-                                                           "load_timeout", "call_timeout", "case_timeout")},
+                                                           "load_timeout", "call_timeout", "case_timeout",
+                                                           "perf_timeout")},
               "warm_up_s": round(warm_s, 2), "total_s": round(time.monotonic() - started, 2), "verdicts": results}
     text = json.dumps(report, indent=2)
     print(text)

@@ -123,6 +123,8 @@ class ChildProcess:
     # (set per verdict from JudgeOptions: `Worker._judge`)
     compile_timeout: float = 600.0
     tune_config_s: float = 1.0
+    # the running seconds (compiling and queueing left out) of the last reply, by the worker's clock
+    last_run_s: float | None = None
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -206,6 +208,8 @@ class ChildProcess:
                 self.kill()
                 raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None
             if not is_lock and notice is None:
+                clock.charge(time.monotonic())
+                self.last_run_s = clock.ran  # by the worker's clock: the candidate's limits scale from it
                 break
             clock.charge(time.monotonic())  # the stretch since the last notice, to what it was
             if is_lock:

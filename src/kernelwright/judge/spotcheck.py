@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from .channel import running_limit
 from .checks import check_spot
 from .correctness import INTERPRETER_SKIP, INTERPRETER_UNSUPPORTED
 from .failures import CaseFailed, CaseNotOfTask, CaseSkipped, JudgeError, ask, retry_alone
@@ -79,10 +80,13 @@ def spot_check(worker, j: Judging, pi: int) -> None:
     if task.reference_impl is not None and j.ref_launches > 0 and expected.launches == 0:
         raise CaseNotOfTask("not timed: the benchmark's perf test never runs the task's own kernels here (the "
                             "reference launched its kernels in the tests, none in this perf case)")
+    # A candidate that hangs only at perf size is stopped as at the test sizes: its running limit
+    # scales from the reference's running time on this same case, not the stage's whole cap.
+    limit, note = running_limit(opts, timeout, getattr(j.ref, "last_run_s", None))
     got = ask(j.cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected.positions,
                        "poison_sizes": [m.nbytes for m in expected.native_meta],
                        "gpu_lock": worker.share_gpu},
-              timeout, f"running {label}", "performance")
+              limit, f"running {label}", "performance", cap=timeout, note=note)
     j.spot_tuned[pi] = dict(got.tuned)
     trace(task.name, f"{label} at perf size: reference {ref_s:.2f} s, candidate {time.monotonic() - mark:.2f} s")
     try:
