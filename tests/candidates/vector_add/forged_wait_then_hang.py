@@ -1,4 +1,4 @@
-# expect: call "timeout"
+# expect: call "said it was queueing for the GPU while no other timing turn held it"
 # Says on the judge's channel that it queues for the GPU lock (which stops its worker's clock for
 # a child really queued behind another worker's timing turn), then never returns. No timing turn
 # holds the GPU (there is none on a CPU), so the claim is void and it runs out of its own time.
