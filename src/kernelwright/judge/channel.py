@@ -125,6 +125,7 @@ class ChildProcess:
     tune_config_s: float = 1.0
     # the running seconds (compiling and queueing left out) of the last reply, by the worker's clock
     last_run_s: float | None = None
+    device: str | None = None  # "cpu", "cuda", ... (None for a child played by a test)
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -228,7 +229,7 @@ class ChildProcess:
     def turn_elsewhere(self) -> bool | None:
         """Whether another worker's timing turn holds the GPU: the worker's own tree (itself, its
         children and whatever they spawned or left re-parented to it) does not count."""
-        if getattr(self, "device", None) == "cpu":
+        if self.device == "cpu":
             return False  # no GPU lock on a CPU: a child that says it queues for one is lying
         me = os.getpid()
         return timing_turn_elsewhere({me, *procs.descendants(me)})

@@ -170,10 +170,9 @@ def ask(child, msg: dict, timeout: float, doing: str, stage: str, cap: float | N
     return parsed(child, raw, msg["op"], doing, stage)
 
 
-def parsed(child, raw: Any, op: str, doing: str, stage: str, errors: bool = False):
+def parsed(child, raw: Any, op: str, doing: str, stage: str):
     """The typed message of `child`'s reply `raw` to a request `op`. A malformed one is the
-    child's protocol failure (the child is killed); an error reply raises its failure, unless
-    `errors`, which returns it."""
+    child's protocol failure (the child is killed); an error reply raises its failure."""
     from .messages import ErrorReply, MessageError, parse_reply
 
     try:
@@ -183,6 +182,6 @@ def parsed(child, raw: Any, op: str, doing: str, stage: str, errors: bool = Fals
         if kill is not None:
             kill()
         raise child_failure(child, stage, doing, f"unreadable reply: {exc}", "protocol") from None
-    if isinstance(reply, ErrorReply) and not errors:
+    if isinstance(reply, ErrorReply):
         raise child_failure(child, stage, doing, reply.error, "error", detail=reply.traceback, reply=reply)
     return reply

@@ -82,7 +82,7 @@ def spot_check(worker, j: Judging, pi: int) -> None:
                             "reference launched its kernels in the tests, none in this perf case)")
     # A candidate that hangs only at perf size is stopped as at the test sizes: its running limit
     # scales from the reference's running time on this same case, not the stage's whole cap.
-    limit, note = running_limit(opts, timeout, getattr(j.ref, "last_run_s", None))
+    limit, note = running_limit(opts, timeout, j.ref.last_run_s)
     got = ask(j.cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected.positions,
                        "poison_sizes": [m.nbytes for m in expected.native_meta],
                        "gpu_lock": worker.share_gpu},
