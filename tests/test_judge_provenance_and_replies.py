@@ -37,6 +37,7 @@ HOSTILE = {
     "forged_ok_reply_numbered": ("correctness", "protocol_error"),
     "unsolicited_reply_at_import": ("call", "protocol_error"),
     "forged_wait_then_hang": ("call", "timeout"),
+    "holds_gpu_lock": ("correctness", "gpu_lock_held"),
 }
 
 

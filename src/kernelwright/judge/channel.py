@@ -126,6 +126,12 @@ class ChildProcess:
     # the running seconds (compiling and queueing left out) of the last reply, by the worker's clock
     last_run_s: float | None = None
     device: str | None = None  # "cpu", "cuda", ... (None for a child played by a test)
+    # Set for one verdict by `lockguard.install`: run before each request (the candidate: its tree
+    # must not hold the GPU lock between requests), and while this child queues for the GPU with
+    # no timing turn elsewhere (the reference: is it the candidate's hold it waits for?). Each
+    # raises the candidate's failure.
+    idle_check: Callable[[], None] | None = None
+    lock_culprit: Callable[[], None] | None = None
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -195,7 +201,10 @@ class ChildProcess:
             checking = clock.waiting and budget > LOCK_CHECK_S
             if not self._poll(LOCK_CHECK_S if checking else budget, doing):
                 if checking:
-                    clock.check_wait(time.monotonic(), self.turn_elsewhere())
+                    elsewhere = self.turn_elsewhere()
+                    if elsewhere is False and self.lock_culprit is not None:
+                        self.lock_culprit()
+                    clock.check_wait(time.monotonic(), elsewhere)
                     continue
                 clock.charge(now)
                 self.dump_stacks()
@@ -276,6 +285,8 @@ class ChildProcess:
             raise ChildFailure("protocol", f"unreadable reply while {doing}: {problem}", self.log_tail())
 
     def request(self, msg: dict, timeout: float, doing: str, cap: float | None = None, note: str = "") -> dict:
+        if self.idle_check is not None:
+            self.idle_check()
         self.send(msg)
         return self.recv(timeout, doing, cap, note)
 

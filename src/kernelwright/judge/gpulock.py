@@ -78,41 +78,64 @@ def _open_lock_files():
 DRAIN_REPORT_S = 2.0
 
 
+# How often a writer that waits for the GPU runs its `check` (a candidate of its own holding the
+# lock between requests fails: `lockguard`).
+CHECK_EVERY_S = 1.0
+
+
 def _acquire(lock, turnstile, exclusive: bool,
-             on_long_drain: Callable[[list[str]], None] | None = None) -> float:
+             on_long_drain: Callable[[list[str]], None] | None = None,
+             check: Callable[[], None] | None = None) -> float:
     """A writer first waits `WRITER_PATIENCE_S` for a moment with no reader, letting readers come
     and go: closing the door at once idled every other worker at every timing turn. After that it
     passes a turnstile lock that every taker passes and keeps holding it until it has the GPU, so
     new readers queue behind it (flock alone let checks starve timing for minutes). Returns the
     seconds spent at the turnstile (0 when the lock came free within the patience): for a writer,
-    how long it drained the readers in flight, while new ones queued."""
+    how long it drained the readers in flight, while new ones queued. A writer waiting for the
+    turnstile or the drain calls `check` every `CHECK_EVERY_S` (it may raise, to give up) and, once,
+    after `DRAIN_REPORT_S` of draining, `on_long_drain` with the readers still holding the lock."""
     if exclusive:
         deadline = time.monotonic() + WRITER_PATIENCE_S
         while time.monotonic() < deadline:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _try_flock(lock, fcntl.LOCK_EX):
                 return 0.0
-            except BlockingIOError:
-                time.sleep(0.005)
+            time.sleep(0.005)
     closed = time.monotonic()
-    fcntl.flock(turnstile, fcntl.LOCK_EX)
-    try:
-        if exclusive and on_long_drain is not None:
-            reported = False
-            while True:  # drain, and name the readers in flight if it takes long
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if not reported and time.monotonic() - closed >= DRAIN_REPORT_S:
-                        reported = True
-                        on_long_drain(lock_holders(lock))
-                    time.sleep(0.005)
-        else:
+    if not exclusive or (check is None and on_long_drain is None):
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
             fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        return time.monotonic() - closed
+    checked = [closed]
+
+    def wait_a_little() -> None:
+        if check is not None and time.monotonic() - checked[0] >= CHECK_EVERY_S:
+            checked[0] = time.monotonic()
+            check()
+        time.sleep(0.005)
+
+    while not _try_flock(turnstile, fcntl.LOCK_EX):
+        wait_a_little()
+    try:
+        drain_began, reported = time.monotonic(), False
+        while not _try_flock(lock, fcntl.LOCK_EX):  # drain, and name the readers in flight if it takes long
+            if on_long_drain is not None and not reported and time.monotonic() - drain_began >= DRAIN_REPORT_S:
+                reported = True
+                on_long_drain(lock_holders(lock))
+            wait_a_little()
     finally:
         fcntl.flock(turnstile, fcntl.LOCK_UN)
     return time.monotonic() - closed
+
+
+def _try_flock(file, how: int) -> bool:
+    try:
+        fcntl.flock(file, how | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 def _turnstile_taken(turnstile) -> bool:
@@ -142,16 +165,18 @@ def _try_shared(lock, turnstile) -> bool:
 
 
 @contextlib.contextmanager
-def device_lock(device: str, exclusive: bool, on_long_drain: Callable[[list[str]], None] | None = None):
+def device_lock(device: str, exclusive: bool, on_long_drain: Callable[[list[str]], None] | None = None,
+                check: Callable[[], None] | None = None):
     """Hold this GPU's lock (shared or exclusive) for the block; a no-op on CPU. Yields the
     seconds spent at the turnstile (see `_acquire`). A writer whose drain lasts `DRAIN_REPORT_S`
-    calls `on_long_drain` once with the readers still holding the lock (`lock_holders`)."""
+    calls `on_long_drain` once with the readers still holding the lock (`lock_holders`); one that
+    waits calls `check` every `CHECK_EVERY_S`, which may raise to give up waiting."""
     if device == "cpu":
         yield 0.0
         return
     lock, turnstile = _open_lock_files()
     with lock, turnstile:
-        drained = _acquire(lock, turnstile, exclusive, on_long_drain)
+        drained = _acquire(lock, turnstile, exclusive, on_long_drain, check)
         try:
             yield drained
         finally:

@@ -1,6 +1,8 @@
 """Who holds a GPU's lock, from the kernel's lock table (/proc/locks): the processes a long drain
-waits for (named in traces), and whether another worker's timing turn really holds the GPU while
-a child says it queues for it (the worker's clock stops only then: `channel.ReplyClock`)."""
+waits for (named in traces), whether another worker's timing turn really holds the GPU while
+a child says it queues for it (the worker's clock stops only then: `channel.ReplyClock`), and
+which of them belong to a given process tree (a candidate holding the lock between its requests:
+`lockguard`)."""
 
 from __future__ import annotations
 
@@ -62,6 +64,30 @@ def flocks_listed() -> bool:
             table = _flock_table() or []
             _FLOCKS_LISTED = (os.getpid(), inode, True) in table
     return _FLOCKS_LISTED
+
+
+def gpu_lock_holders() -> dict[int, bool] | None:
+    """pid -> whether exclusively, of every process holding this GPU's lock or its turnstile.
+    None when it cannot be known (no lock files yet, /proc/locks not listing flocks)."""
+    from .gpulock import lock_base
+
+    base = lock_base()
+    inodes = set()
+    for name in (".lock", ".turnstile"):  # (a candidate may have made one of them itself)
+        try:
+            inodes.add(os.stat(base + name).st_ino)
+        except OSError:
+            pass
+    if not inodes or not flocks_listed():
+        return None
+    table = _flock_table()
+    if table is None:
+        return None
+    holders: dict[int, bool] = {}
+    for pid, inode, exclusive in table:
+        if inode in inodes:
+            holders[pid] = holders.get(pid, False) or exclusive
+    return holders
 
 
 def timing_turn_elsewhere(ours: set[int]) -> bool | None:

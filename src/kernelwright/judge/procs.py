@@ -146,6 +146,19 @@ def descendants(*pids: int, parents: dict[int, list[int]] | None = None) -> list
     return found
 
 
+def ancestry(pid: int, limit: int = 64) -> list[int]:
+    """`pid`'s parent, its parent's parent, ... up to init (or the first that is gone), from /proc:
+    a few reads, where `descendants` scans every process."""
+    chain: list[int] = []
+    while pid > 1 and len(chain) < limit:
+        fields = _stat_fields(pid)
+        if not fields or len(fields) < 2 or not fields[1].isdigit():
+            break
+        pid = int(fields[1])
+        chain.append(pid)
+    return chain
+
+
 def cpu_seconds(pids) -> dict[int, float]:
     """User + system CPU time used so far by each of the processes `pids` (all its threads; a
     process that is gone is left out), from /proc/<pid>/stat."""

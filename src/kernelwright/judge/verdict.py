@@ -49,6 +49,7 @@ class FailureKind(str, Enum):
     TIMER_PATCHED = "timer_patched"            # a clock, timer or the harness's timing code replaced in its process
     TIMING_MISMATCH = "timing_mismatch"        # reported block times far below what the worker's own clock saw
     BACKGROUND_WORK = "background_work"        # threads or processes still using the CPU after its calls returned
+    GPU_LOCK_HELD = "gpu_lock_held"            # its processes held the judge's GPU lock with no request in flight
     PERF_MISMATCH = "perf_mismatch"            # wrong values at the timed sizes
     JUDGE_ERROR = "judge_error"
     # the problem's inputs and outputs do not fit this machine (the reference's estimate before

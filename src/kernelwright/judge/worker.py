@@ -30,7 +30,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import procs
+from . import lockguard, procs
 from .channel import ChildFailure, ChildProcess
 from .correctness import CorrectnessStage
 from .failures import CaseFailed, JudgeError, ProbeFailed, ask, error_kind
@@ -59,6 +59,9 @@ class Worker:
         # This worker holds the GPU exclusively (a timing turn, or a whole task judged alone after
         # running out of memory): its children then take no lock themselves.
         self.exclusive_held = False
+        # During a verdict's cascade: raises the candidate's failure if its processes hold the GPU
+        # lock (`lockguard.guard`); None between verdicts.
+        self.lock_guard = None
 
     # -- the GPU lock, as this worker holds it -------------------------------------------------
     @property
@@ -85,7 +88,11 @@ class Worker:
             trace(task_name, f"taking the GPU alone: draining for {DRAIN_REPORT_S:g} s so far, behind "
                   + ("; ".join(holders) if holders else "no holder found in /proc/locks"))
 
-        with device_lock(self.device, exclusive=True, on_long_drain=long_drain if TRACE else None) as drained:
+        # while it waits, its own candidate may not be what it waits for (`lockguard`)
+        guard = self.lock_guard
+        check = (lambda: guard("while the worker waited for the GPU to time it")) if guard is not None else None
+        with device_lock(self.device, exclusive=True, on_long_drain=long_drain if TRACE else None,
+                         check=check) as drained:
             self.exclusive_held = True
             try:
                 yield time.monotonic() - mark, drained
@@ -344,6 +351,8 @@ class Worker:
         j.ref = self._reference_child(task, baseline_path, opts)
         j.cand = self._candidate_child(task, opts)
         verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
+        self.lock_guard = lockguard.guard(self, j)
+        lockguard.install(j, self.lock_guard)
         CorrectnessStage(self, j).run()
         if measure:
             # Correctness at perf sizes, and with it the JIT compilation and autotuning at
@@ -360,6 +369,8 @@ class Worker:
         """The verdict's end, however it went: memory report, the candidate gone, spares forked
         for the next verdict, the children's lock statistics."""
         verdict = j.verdict
+        self.lock_guard = None
+        lockguard.uninstall(j)
         if j.opts.get("measure_memory"):
             verdict.memory = self._memory_report(j.ref, j.cand, j.opts)
         if j.cand is not None:

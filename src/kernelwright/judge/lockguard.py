@@ -1,0 +1,107 @@
+"""A candidate holds the GPU lock only while it has a request in flight (issue 20, item 2).
+
+A child takes this GPU's lock shared around its own GPU work and lets go of it before it replies
+(`Harness.send`), so between two requests nothing of a candidate's process tree holds the lock or
+its turnstile. A candidate can take them itself (a thread or a helper process that flocks the
+lock files: it runs as the same user, so it can open them). Holding them, it would keep every
+other worker's timing turn draining, and every check queued behind that turn, for as long as its
+verdict lasts; the queued checks' clocks are stopped meanwhile (their wait is believed: a timing
+turn elsewhere), so the cost would fall on everyone but the candidate.
+
+The worker looks wherever the candidate has no request in flight, and fails it (`gpu_lock_held`):
+- before each request to the candidate (`ChildProcess.idle_check`);
+- while its reference queues for the GPU and no other worker's timing turn holds it: then the
+  candidate's hold is what the reference waits for (`ChildProcess.lock_culprit`);
+- while it waits for its own timing turn (`gpulock.device_lock`'s `check`).
+What it cannot see: a hold taken through a descriptor a process inherited from a locker that is
+gone (/proc/locks names the locker's pid). Such a process is still killed with the candidate's
+tree when its verdict ends.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+from . import procs
+from .failures import CaseFailed
+from .lockholders import gpu_lock_holders
+
+# A hold must be seen twice this far apart: a child's watcher thread may test the turnstile for an
+# instant just as its hold ends (`SharedHold._watch`), which is no hold.
+SETTLE_S = 0.05
+
+
+def in_candidate_tree(pid: int, cand_pid: int, worker_pid: int, own: set[int]) -> bool:
+    """Whether `pid` is the candidate's process or one it started: a descendant of it, or a process
+    re-parented to the worker (a subreaper) that none of the worker's own children (`own`: its
+    reference and spare processes) started."""
+    if pid == worker_pid:
+        return False
+    chain = [pid, *procs.ancestry(pid)]
+    if cand_pid in chain:
+        return True
+    if worker_pid in chain and chain.index(worker_pid) > 0:
+        return chain[chain.index(worker_pid) - 1] not in own
+    return False
+
+
+def candidate_holders(cand_pid: int, own: set[int], worker_pid: int | None = None) -> list[int]:
+    """The processes of the candidate's tree that hold this GPU's lock or its turnstile, seen in
+    two reads `SETTLE_S` apart; [] where /proc/locks cannot tell."""
+    worker_pid = os.getpid() if worker_pid is None else worker_pid
+
+    def holding() -> set[int]:
+        holders = gpu_lock_holders() or {}
+        return {pid for pid in holders if in_candidate_tree(pid, cand_pid, worker_pid, own)}
+
+    found = holding()
+    if found:
+        time.sleep(SETTLE_S)
+        found &= holding()
+    return sorted(found)
+
+
+def lock_held_failure(stage: str, pids: list[int], when: str) -> CaseFailed:
+    return CaseFailed(stage, f"the candidate's processes (pid {', '.join(map(str, pids))}) held the GPU lock "
+                             f"{when}: a check holds it only around its own GPU work, and holding it keeps "
+                             "every other worker's timing waiting", kind="gpu_lock_held")
+
+
+def guard(worker, j) -> Callable[[str], None]:
+    """For the verdict `j` of `worker`: a check that raises the candidate's `gpu_lock_held`
+    failure when its tree holds the GPU lock; `when` says where it was found."""
+    def check(when: str) -> None:
+        cand = j.cand
+        if cand is None or not isinstance(getattr(cand, "pid", None), int) or not cand.alive:
+            return
+        own = {c.pid for c in [*worker.references.values(), worker.spare, worker.spare_reference]
+               if c is not None and c is not cand}
+        pids = candidate_holders(cand.pid, own)
+        if pids:
+            verdict = j.verdict
+            stage = verdict.stage if verdict.stage == "performance" else ("correctness" if verdict.call else "call")
+            raise lock_held_failure(stage, pids, when)
+    return check
+
+
+def install(j, check: Callable[[str], None]) -> None:
+    """Set `check` (a `guard`) on the verdict's two children (`uninstall` takes it off: the
+    reference outlives the verdict)."""
+    j.cand.idle_check = lambda: check("between its requests")
+    ref = j.ref
+
+    def culprit() -> None:
+        try:
+            check("while the reference queued for the GPU")
+        except CaseFailed:
+            ref.kill()  # its reply to the request in flight would never be read
+            raise
+    ref.lock_culprit = culprit
+
+
+def uninstall(j) -> None:
+    for child in (j.cand, j.ref):
+        if child is not None:
+            child.idle_check = child.lock_culprit = None

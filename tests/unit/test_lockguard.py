@@ -1,0 +1,136 @@
+"""A candidate may hold the judge's GPU lock only while it has a request in flight (`lockguard`):
+its processes are told from everyone else's in the lock table, a writer waiting for its turn can
+give up when its own candidate is what it waits for, and a child's clock hooks raise the
+candidate's failure."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kernelwright.judge import gpulock, lockguard, lockholders
+from kernelwright.judge.failures import CaseFailed
+
+HOLD = ("import fcntl, os, sys, time\n"
+        "if sys.argv[2] == 'daemon' and os.fork():\n"
+        "    os._exit(0)\n"  # the holder's parent exits: it is re-parented, outside our tree
+        "f = open(sys.argv[1], 'a')\n"
+        "fcntl.flock(f, fcntl.LOCK_SH if sys.argv[2] == 'shared' else fcntl.LOCK_EX)\n"
+        "print(os.getpid(), flush=True); time.sleep(60)\n")
+
+
+@pytest.fixture
+def lock_files(monkeypatch, tmp_path):
+    if not lockholders.flocks_listed():
+        pytest.skip("/proc/locks does not list flocks here")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"guard-test-{time.time_ns()}")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    files = gpulock._open_lock_files()
+    yield gpulock.lock_base()
+    for f in files:
+        f.close()
+
+
+def _holder(base: str, how: str = "child", name: str = ".lock") -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, base + name, how], stdout=subprocess.PIPE, text=True)
+    return proc, int(proc.stdout.readline())
+
+
+def test_the_candidates_hold_is_found_and_nobody_elses(lock_files):
+    assert lockguard.candidate_holders(cand_pid=-1, own=set()) == []
+    proc, pid = _holder(lock_files)
+    try:
+        assert lockholders.gpu_lock_holders() == {pid: True}
+        # our child, the candidate's process: found
+        assert lockguard.candidate_holders(cand_pid=pid, own=set()) == [pid]
+        # re-parented to the worker and started by none of its own children: the candidate's too
+        assert lockguard.candidate_holders(cand_pid=-1, own=set()) == [pid]
+        # a child of the worker's own (its reference process): not the candidate's
+        assert lockguard.candidate_holders(cand_pid=-1, own={pid}) == []
+    finally:
+        proc.kill()
+        proc.wait(5)
+
+
+def test_a_process_outside_the_workers_tree_is_not_the_candidate(lock_files):
+    proc, pid = _holder(lock_files, "daemon", ".turnstile")  # another worker's timing turn, say
+    try:
+        assert pid != proc.pid and lockholders.gpu_lock_holders() == {pid: True}
+        assert lockguard.candidate_holders(cand_pid=proc.pid, own=set()) == []
+    finally:
+        os.kill(pid, 9)
+        proc.wait(5)
+
+
+def test_a_writer_gives_up_waiting_when_its_check_says_so(lock_files, monkeypatch):
+    monkeypatch.setattr(gpulock, "WRITER_PATIENCE_S", 0.1)
+    monkeypatch.setattr(gpulock, "CHECK_EVERY_S", 0.2)
+    for name in (".lock", ".turnstile"):  # held where the drain waits, and where the turnstile is
+        # (with a check in flight, the writer goes to the turnstile)
+        reader = _holder(lock_files, "shared")[0] if name == ".turnstile" else None
+        proc, pid = _holder(lock_files, name=name)
+        checks = []
+
+        def check():
+            checks.append(time.monotonic())
+            if len(checks) == 3:
+                raise CaseFailed("performance", "its own candidate holds the lock", kind="gpu_lock_held")
+
+        start = time.monotonic()
+        try:
+            with pytest.raises(CaseFailed):
+                with gpulock.device_lock("cuda", exclusive=True, check=check):
+                    pytest.fail("got the GPU while another process held it")
+            assert 0.5 < time.monotonic() - start < 3.0 and len(checks) == 3
+        finally:
+            for p in (proc, reader):
+                if p is not None:
+                    p.kill()
+                    p.wait(5)
+    with gpulock.device_lock("cuda", exclusive=True, check=check):  # the turnstile was let go
+        pass
+
+
+class _Child:
+    def __init__(self, pid):
+        self.pid, self.alive, self.killed = pid, True, False
+        self.idle_check = self.lock_culprit = None
+
+    def kill(self):
+        self.killed = True
+
+
+class _Verdict:
+    stage, call = "call", True
+
+
+class _J:
+    def __init__(self, cand, ref):
+        self.cand, self.ref, self.verdict = cand, ref, _Verdict()
+
+
+class _Worker:
+    def __init__(self, ref):
+        self.references, self.spare, self.spare_reference = {"t": ref}, None, None
+
+
+def test_the_childrens_hooks_fail_the_candidate_and_let_the_reference_go(lock_files):
+    proc, pid = _holder(lock_files)
+    try:
+        cand, ref = _Child(pid), _Child(-5)
+        j = _J(cand, ref)
+        lockguard.install(j, lockguard.guard(_Worker(ref), j))
+        with pytest.raises(CaseFailed) as failed:
+            cand.idle_check()
+        assert failed.value.kind == "gpu_lock_held" and failed.value.stage == "correctness"
+        assert f"(pid {pid}) held the GPU lock between its requests" in failed.value.reason
+        with pytest.raises(CaseFailed):
+            ref.lock_culprit()
+        assert ref.killed  # its reply to the request it queued for would never be read
+        lockguard.uninstall(j)
+        assert cand.idle_check is None and ref.lock_culprit is None
+    finally:
+        proc.kill()
+        proc.wait(5)
