@@ -132,6 +132,7 @@ class ChildProcess:
     # raises the candidate's failure.
     idle_check: Callable[[], None] | None = None
     lock_culprit: Callable[[], None] | None = None
+    sent_at: float = 0.0  # monotonic time the last request was written (a timing block's wall clock starts here)
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -180,6 +181,7 @@ class ChildProcess:
             self.conn.send(msg)
         except (BrokenPipeError, ConnectionResetError, OSError):
             raise self._death("receiving a request") from None
+        self.sent_at = time.monotonic()
 
     def recv(self, timeout: float, doing: str, cap: float | None = None, note: str = "") -> dict:
         """The next reply, within `timeout` seconds of running. The child's notices split the
