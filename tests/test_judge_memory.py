@@ -89,11 +89,13 @@ def _tensors(value):
             yield from _tensors(v)
 
 
-def _reference_reply(task, item: dict, monkeypatch=None) -> dict:
+def _reference_reply(task, item: dict, monkeypatch=None, max_reply_bytes=None) -> dict:
     from kernelwright.judge.channel import ChildProcess
 
     child = ChildProcess("reference", task, "cpu", {"memory_fraction": None, "cpu_threads": 1,
-                                                     "max_file_bytes": 64 << 20, "triton_cache": None})
+                                                     "max_file_bytes": 64 << 20, "triton_cache": None,
+                                                     "max_reply_bytes": max_reply_bytes})
+    child.max_reply_bytes = max_reply_bytes  # as its worker sets both (`footprint.reply_limit`)
     try:
         child.ready(60)
         load = child.request({"op": "load", "task_ref": task.ref, "baseline_path": None, "gpu_lock": False}, 60,
@@ -160,6 +162,19 @@ def test_a_reference_reply_over_the_frame_limit_says_the_problem_is_too_large(tm
     forged = failures.child_failure(type("C", (Reference,), {"role": "candidate"})(), "call", "running case 0",
                                     reply.error, "error", reply=reply)
     assert forged.kind != "problem_too_large"  # a candidate's own report is never believed
+
+
+def test_a_reference_reply_past_the_default_travels_when_its_worker_allows_it(tmp_path, monkeypatch):
+    """The worker fixes a larger limit where the host has the memory (`footprint.reply_limit`):
+    the reference's own check and the worker's read of its frame use that one number."""
+    from kernelwright.judge import wire
+
+    monkeypatch.setattr(wire, "MAX_REPLY_BYTES", 1 << 20)  # the default, as the forked reference sees it
+    task = _task(tmp_path, "2_ReLU.py", RELU.format(rows=512, cols=1024))  # 2 MiB of outputs
+    reply = _reference_reply(task, {"case": 0, "seed": 5, "probe": False}, max_reply_bytes=4 << 20)
+    assert reply["ok"], reply
+    assert sum(t.numel() * t.element_size() for t in _tensors(reply)) == 2 << 20
+
 
 
 def test_a_problem_too_large_for_the_machine_is_reported_before_anything_is_allocated(tmp_path):

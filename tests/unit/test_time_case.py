@@ -19,6 +19,7 @@ class ScriptedChild:
     """Answers the worker's timing requests with a fixed per-call time."""
 
     role = "candidate"  # (the replies it plays are the same for both roles)
+    sent_at = 0.0  # (a real child's: when its last request was written)
 
     def __init__(self, call_ms: float, host_sync: bool = False) -> None:
         self.call_ms, self.host_sync = call_ms, host_sync

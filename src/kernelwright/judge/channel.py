@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from . import procs
 from .gpulock import MAX_LOCK_CREDIT_S
+from .footprint import gib
 from .lockholders import timing_turn_elsewhere
 
 # While a child says it queues for the GPU, its worker looks this often at who holds the lock.
@@ -133,6 +134,9 @@ class ChildProcess:
     idle_check: Callable[[], None] | None = None
     lock_culprit: Callable[[], None] | None = None
     sent_at: float = 0.0  # monotonic time the last request was written (a timing block's wall clock starts here)
+    # The largest frame read from this child (None: wire.MAX_REPLY_BYTES): a reference's is its
+    # worker's `footprint.reply_limit`, a candidate's follows its reference's outputs per item.
+    max_reply_bytes: int | None = None
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -257,7 +261,7 @@ class ChildProcess:
         from . import wire
 
         try:
-            return wire.decode(wire.read_frame(self.conn.fileno(), wire.MAX_REPLY_BYTES),
+            return wire.decode(wire.read_frame(self.conn.fileno(), self.max_reply_bytes or wire.MAX_REPLY_BYTES),
                                share=True)  # a fresh buffer, ours alone
         except (EOFError, ConnectionResetError, OSError):
             raise self._death(doing) from None
@@ -267,8 +271,8 @@ class ChildProcess:
             raise ChildFailure("timeout", f"{exc} while {doing}", self.log_tail()) from None
         except wire.FrameTooLarge as exc:  # outputs too large to travel whole (or a forged size)
             self.kill()
-            raise ChildFailure("too_large", f"{exc.size / 2**30:.2f} GiB reply while {doing}, over the "
-                               f"{exc.limit / 2**30:.2f} GiB a reply may carry", self.log_tail()) from None
+            raise ChildFailure("too_large", f"{gib(exc.size)} reply while {doing}, over the "
+                               f"{gib(exc.limit)} a reply may carry", self.log_tail()) from None
         except wire.WireError as exc:  # an oversized or malformed reply
             self.kill()
             raise ChildFailure("protocol", f"unreadable reply while {doing}: {exc}", self.log_tail()) from None

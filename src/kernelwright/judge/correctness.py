@@ -11,6 +11,7 @@ import time
 from .channel import ChildFailure, ReferenceStream, running_limit
 from .checks import check_item
 from .failures import CaseFailed, JudgeError, ask, child_failure, parsed
+from .footprint import candidate_reply_limit
 from .judging import Judging
 from .tracing import trace
 from .verdict import CaseResult
@@ -120,6 +121,8 @@ class CorrectnessStage:
                 verdict.cases.append(self.results[item["case"]])
             return
         item = dict(item, poison_sizes=[m.nbytes for m in expected.meta])
+        # its reply carries the same outputs: no larger than the reference's call for
+        self.cand.max_reply_bytes = candidate_reply_limit(sum(item["poison_sizes"]), self.worker.reply_limit)
         mark = time.monotonic()
         limit, note = running_limit(self.opts, self._timeout(), getattr(expected, "run_s", None))
         got = ask(self.cand, {"op": "run", "items": [item], "gpu_lock": self.worker.share_gpu},

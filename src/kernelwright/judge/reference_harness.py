@@ -83,10 +83,12 @@ class ReferenceHarness(Harness):
                                   f"need {' and '.join(problems)}")
 
     def _check_reply(self, data: bytes, item: dict) -> None:
-        if len(data) > max_reply_bytes():
+        limit = int(self.options.get("max_reply_bytes") or max_reply_bytes())  # the worker's (`reply_limit`)
+        if len(data) > limit:
             raise ProblemTooLarge(f"the reference's reply for case {item['case']} is {gib(len(data))}, "
-                                  f"over the {gib(max_reply_bytes())} a reply may carry (its outputs "
-                                  "are too large to be compared whole)")
+                                  f"over the {gib(limit)} a reply may carry on this machine (its outputs "
+                                  "are compared whole, by the worker, and an eighth of the host memory "
+                                  f"available, {gib(host_memory_available())}, is what a reply may take)")
 
     # -- correctness -------------------------------------------------------------------------
     def _run_item(self, item: dict) -> dict:

@@ -30,7 +30,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import lockguard, procs
+from . import footprint, lockguard, procs
 from .channel import ChildFailure, ChildProcess
 from .correctness import CorrectnessStage
 from .failures import CaseFailed, JudgeError, ProbeFailed, ask, error_kind
@@ -62,6 +62,9 @@ class Worker:
         # During a verdict's cascade: raises the candidate's failure if its processes hold the GPU
         # lock (`lockguard.guard`); None between verdicts.
         self.lock_guard = None
+        # How large a reference's reply may be on this machine, fixed at start for it and its
+        # children alike (a candidate's follows its reference's, per item: `correctness`)
+        self.reply_limit = footprint.reply_limit()
 
     # -- the GPU lock, as this worker holds it -------------------------------------------------
     @property
@@ -142,7 +145,10 @@ class Worker:
             self.judging.add_lock_stats(stats)
 
     def _fork(self, role: str, task) -> ChildProcess:
-        return ChildProcess(role, task, self.device, self._child_options(role), self._add_lock_stats)
+        child = ChildProcess(role, task, self.device, self._child_options(role), self._add_lock_stats)
+        if role == "reference":
+            child.max_reply_bytes = self.reply_limit
+        return child
 
     @property
     def _memory_fraction(self) -> float:
@@ -151,6 +157,7 @@ class Worker:
 
     def _child_options(self, role: str) -> dict:
         return {"memory_fraction": self._memory_fraction if role == "candidate" else None,
+                "max_reply_bytes": self.reply_limit if role == "reference" else None,
                 "cpu_threads": self.options.get("cpu_threads", 1),
                 "max_file_bytes": 64 << 20,
                 "triton_cache": self.caches.get(role)}
