@@ -131,6 +131,10 @@ def test_the_childrens_hooks_fail_the_candidate_and_let_the_reference_go(lock_fi
         assert ref.killed  # its reply to the request it queued for would never be read
         lockguard.uninstall(j)
         assert cand.idle_check is None and ref.lock_culprit is None
+        # inside the worker's own timing turn the look before each request is left out
+        lockguard.install(j, lockguard.guard(_Worker(ref), j), exclusive_held=lambda: True)
+        cand.idle_check()
+        lockguard.uninstall(j)
     finally:
         proc.kill()
         proc.wait(5)

@@ -9,7 +9,9 @@ verdict lasts; the queued checks' clocks are stopped meanwhile (their wait is be
 turn elsewhere), so the cost would fall on everyone but the candidate.
 
 The worker looks wherever the candidate has no request in flight, and fails it (`gpu_lock_held`):
-- before each request to the candidate (`ChildProcess.idle_check`);
+- before each request to the candidate (`ChildProcess.idle_check`), except inside the worker's
+  own timing turn: the lock is the worker's then, and a turnstile the candidate takes only
+  delays checks that wait for the turn anyway (the request after the turn looks again);
 - while its reference queues for the GPU and no other worker's timing turn holds it: then the
   candidate's hold is what the reference waits for (`ChildProcess.lock_culprit`);
 - while it waits for its own timing turn (`gpulock.device_lock`'s `check`).
@@ -86,10 +88,15 @@ def guard(worker, j) -> Callable[[str], None]:
     return check
 
 
-def install(j, check: Callable[[str], None]) -> None:
+def install(j, check: Callable[[str], None], exclusive_held: Callable[[], bool] = lambda: False) -> None:
     """Set `check` (a `guard`) on the verdict's two children (`uninstall` takes it off: the
-    reference outlives the verdict)."""
-    j.cand.idle_check = lambda: check("between its requests")
+    reference outlives the verdict). Not before the candidate's requests while its worker holds
+    the GPU exclusively (`exclusive_held`): nobody else can take the lock then, and the check costs
+    milliseconds where /proc is slow (gVisor: 5.6 ms per timing block in a TritonBench run)."""
+    def idle_check() -> None:
+        if not exclusive_held():
+            check("between its requests")
+    j.cand.idle_check = idle_check
     ref = j.ref
 
     def culprit() -> None:

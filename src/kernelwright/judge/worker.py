@@ -359,7 +359,7 @@ class Worker:
         j.cand = self._candidate_child(task, opts)
         verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
         self.lock_guard = lockguard.guard(self, j)
-        lockguard.install(j, self.lock_guard)
+        lockguard.install(j, self.lock_guard, lambda: self.exclusive_held)
         CorrectnessStage(self, j).run()
         if measure:
             # Correctness at perf sizes, and with it the JIT compilation and autotuning at
