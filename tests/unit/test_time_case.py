@@ -2,6 +2,7 @@
 checks that follow the timed blocks (roofline, host-synchronisation flag) apply to every case."""
 
 import dataclasses
+import time
 
 import pytest
 
@@ -154,3 +155,35 @@ def test_work_late_every_time_fails_after_every_try():
     with pytest.raises(CaseFailed, match="least of 20 readings"):
         time_disturbed_case(slow_ref, slow_cand)
     assert slow_cand.asked == 3
+
+
+class HonestChild(ScriptedChild):
+    """A side whose timing blocks take, on the worker's clock, what it reports (it sleeps it),
+    with `asked_s` of the worker's own work before each request is written (a check the worker
+    runs before asking the candidate: `lockguard`), and `hidden_s` more than it reports (a forged
+    report)."""
+
+    def __init__(self, call_ms: float, asked_s: float = 0.0, hidden_s: float = 0.0) -> None:
+        super().__init__(call_ms)
+        self.asked_s, self.hidden_s = asked_s, hidden_s
+
+    def request(self, msg: dict, timeout: float, doing: str, cap=None, note: str = "") -> dict:
+        if msg["op"] != "time_block":
+            return super().request(msg, timeout, doing)
+        time.sleep(self.asked_s)
+        self.sent_at = time.monotonic()
+        time.sleep(self.call_ms * msg["n"] / 1e3 + self.hidden_s)
+        return super().request(msg, timeout, doing)
+
+
+def test_the_workers_own_checks_before_a_block_are_not_the_candidates_time():
+    """On the H200 the worker's look at the lock table before each request to the candidate (5.6
+    ms a block, median) sat inside the candidate's block wall clock, and an A/A pair failed
+    timing_mismatch. The clock starts when the request is written; time the child hides is
+    still seen."""
+    verdict = time_case_with(HonestChild(1.0), HonestChild(1.0, asked_s=0.03), blocks=4)
+    (case,) = verdict.cases
+    assert case.ok and case.speedup == pytest.approx(1.0, rel=0.01), case
+    with pytest.raises(CaseFailed) as failed:
+        time_case_with(HonestChild(1.0), HonestChild(1.0, hidden_s=0.03), blocks=4)
+    assert failed.value.kind == "timing_mismatch", failed.value.reason
