@@ -174,6 +174,13 @@ def test_a_reference_reply_past_the_default_travels_when_its_worker_allows_it(tm
     reply = _reference_reply(task, {"case": 0, "seed": 5, "probe": False}, max_reply_bytes=4 << 20)
     assert reply["ok"], reply
     assert sum(t.numel() * t.element_size() for t in _tensors(reply)) == 2 << 20
+    # on a repeat item the candidate's reply carries its outputs twice: that must fit too, or the
+    # problem is too large (not the honest candidate's protocol_error)
+    reply = _reference_reply(task, {"case": 0, "seed": 5, "probe": False, "repeat": True}, max_reply_bytes=4 << 20)
+    assert not reply["ok"] and PROBLEM_TOO_LARGE_TYPE in reply["error_types"], reply
+    assert "the candidate's reply for case 0 (its outputs and the repeat call's) would be 20.0 MiB" in reply["error"]
+    reply = _reference_reply(task, {"case": 0, "seed": 5, "probe": False, "repeat": True}, max_reply_bytes=24 << 20)
+    assert reply["ok"], reply
 
 
 

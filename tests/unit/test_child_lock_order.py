@@ -35,6 +35,7 @@ class RecordingShare:
 def harness(events: list, results: list[bool]) -> ReferenceHarness:
     h = ReferenceHarness.__new__(ReferenceHarness)  # no device, no task: only the request's bookkeeping is exercised
     h.is_gpu = True
+    h.options = {}  # (the worker's: no reply limit of its own here)
     h.share = RecordingShare(events)
     h.torch = SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: events.append(
         "empty_cache" + (" (held)" if h.share.held else " (NOT HELD)"))))

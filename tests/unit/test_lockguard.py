@@ -121,14 +121,15 @@ def test_the_childrens_hooks_fail_the_candidate_and_let_the_reference_go(lock_fi
     try:
         cand, ref = _Child(pid), _Child(-5)
         j = _J(cand, ref)
-        lockguard.install(j, lockguard.guard(_Worker(ref), j))
+        lockguard.install(j, lockguard.guard(_Worker(ref), j), kill_candidate=cand.kill)
         with pytest.raises(CaseFailed) as failed:
             cand.idle_check()
         assert failed.value.kind == "gpu_lock_held" and failed.value.stage == "correctness"
         assert f"(pid {pid}) held the GPU lock between its requests" in failed.value.reason
         with pytest.raises(CaseFailed):
             ref.lock_culprit()
-        assert ref.killed  # its reply to the request it queued for would never be read
+        # the candidate is killed, which frees the lock: the reference's request completes and is read
+        assert cand.killed and not ref.killed
         lockguard.uninstall(j)
         assert cand.idle_check is None and ref.lock_culprit is None
         # inside the worker's own timing turn the look before each request is left out
@@ -138,3 +139,34 @@ def test_the_childrens_hooks_fail_the_candidate_and_let_the_reference_go(lock_fi
     finally:
         proc.kill()
         proc.wait(5)
+
+
+def test_two_processes_passing_the_lock_between_them_are_still_seen(monkeypatch):
+    reads = iter([{101: True}, {102: True}])
+    monkeypatch.setattr(lockguard, "gpu_lock_holders", lambda: next(reads))
+    monkeypatch.setattr(lockguard, "in_candidate_tree", lambda pid, *a: True)
+    assert lockguard.candidate_holders(cand_pid=100, own=set()) == [101, 102]
+    reads = iter([{101: True}, {}])  # a hold for an instant (a watcher's look at the turnstile): none
+    assert lockguard.candidate_holders(cand_pid=100, own=set()) == []
+
+
+def test_the_reference_queueing_behind_the_candidates_hold_is_looked_at_whatever_else_holds_the_gpu(fake_child,
+                                                                                                 monkeypatch):
+    """Another worker's reader can hold the turnstile while it too waits for our candidate's hold:
+    the reference's wait is then believed, and only the look at the candidate ends it."""
+    from kernelwright.judge import channel
+
+    child, play = fake_child
+    child.turn_elsewhere = lambda: True
+    looks = []
+
+    def culprit():
+        looks.append(1)
+        if len(looks) == 2:
+            raise CaseFailed("correctness", "held the GPU lock", kind="gpu_lock_held")
+    child.lock_culprit = culprit
+    monkeypatch.setattr(channel, "LOCK_CHECK_S", 0.05)
+    play((0.0, {"op": "gpu_lock", "state": "waiting"}), (5.0, {"op": "run", "ok": True}))
+    with pytest.raises(CaseFailed):
+        child.recv(10, "computing case 0")
+    assert len(looks) == 2

@@ -12,18 +12,21 @@ GiB = 1 << 30
 
 
 def test_a_reference_may_send_an_eighth_of_the_host_memory_between_the_default_and_the_message_limit():
-    assert wire.MAX_REPLY_BYTES == 4 * GiB and wire.MAX_MESSAGE_BYTES == 8 * GiB
+    assert wire.MAX_REPLY_BYTES == 4 * GiB and wire.MAX_MESSAGE_BYTES == 16 * GiB
     assert footprint.reply_limit(available=24 * GiB) == 4 * GiB  # a small machine keeps the default
     assert footprint.reply_limit(available=48 * GiB) == 6 * GiB
-    assert footprint.reply_limit(available=125 * GiB) == 8 * GiB  # an H200's host: the message limit
+    assert footprint.reply_limit(available=125 * GiB) == 125 * GiB // 8  # an H200's host: 15.6 GiB
+    assert footprint.reply_limit(available=512 * GiB) == 16 * GiB
     assert footprint.reply_limit() >= wire.MAX_REPLY_BYTES  # (this machine's, now)
 
 
 def test_a_candidates_reply_may_be_as_large_as_its_references_outputs_call_for():
-    limit = 8 * GiB
+    limit = footprint.reply_limit(available=125 * GiB)
+    fields = footprint.REPLY_FIELDS_BYTES
     assert footprint.candidate_reply_limit(2 << 20, limit) == 4 * GiB  # small outputs: the default
-    assert footprint.candidate_reply_limit(3 * GiB, limit) == 6 * GiB + (64 << 20)
-    assert footprint.candidate_reply_limit(6 * GiB, limit) == limit  # never past the reference's limit
+    # a KernelBench activation at its own size: 6 GiB of outputs, twice on the repeat item
+    assert footprint.candidate_reply_limit(6 * GiB, limit) == 12 * GiB + fields <= limit
+    assert footprint.candidate_reply_limit(10 * GiB, limit) == limit  # never past the reference's limit
 
 
 def test_a_frame_over_the_childs_limit_is_its_failure_and_one_under_it_is_read(fake_child):

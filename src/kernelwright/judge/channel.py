@@ -128,9 +128,9 @@ class ChildProcess:
     last_run_s: float | None = None
     device: str | None = None  # "cpu", "cuda", ... (None for a child played by a test)
     # Set for one verdict by `lockguard.install`: run before each request (the candidate: its tree
-    # must not hold the GPU lock between requests), and while this child queues for the GPU with
-    # no timing turn elsewhere (the reference: is it the candidate's hold it waits for?). Each
-    # raises the candidate's failure.
+    # must not hold the GPU lock between requests), and once a second while this child queues for
+    # the GPU (the reference: is it the candidate's hold it waits for?). Each raises the
+    # candidate's failure.
     idle_check: Callable[[], None] | None = None
     lock_culprit: Callable[[], None] | None = None
     sent_at: float = 0.0  # monotonic time the last request was written (a timing block's wall clock starts here)
@@ -207,10 +207,11 @@ class ChildProcess:
             checking = clock.waiting and budget > LOCK_CHECK_S
             if not self._poll(LOCK_CHECK_S if checking else budget, doing):
                 if checking:
-                    elsewhere = self.turn_elsewhere()
-                    if elsewhere is False and self.lock_culprit is not None:
+                    if self.lock_culprit is not None:
+                        # whatever else holds the GPU: a reader of another worker can hold the
+                        # turnstile while it too waits for our candidate's hold
                         self.lock_culprit()
-                    clock.check_wait(time.monotonic(), elsewhere)
+                    clock.check_wait(time.monotonic(), self.turn_elsewhere())
                     continue
                 clock.charge(now)
                 self.dump_stacks()

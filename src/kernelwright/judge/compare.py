@@ -108,56 +108,76 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
         return Mismatch(True)
     if out.numel() == 0:
         return Mismatch(True)
-    # The report, in float64 slices (whole-tensor float64 temporaries of a GiB output took a minute)
-    o, r = out.reshape(-1), ref.reshape(-1)
-    n_bad = nan_where_finite = poisoned = 0
-    first = None
-    max_err = None
+    return _tolerance_report(out.reshape(-1), ref.reshape(-1), shape, atol, rtol, what, complex_parts)
+
+
+@dataclass
+class _Tally:
+    """What the float64 report found so far, slice by slice."""
+    bad: int = 0
+    nan_where_finite: int = 0
+    poisoned: int = 0
+    first: int | None = None
+    max_err: float | None = None
+
+
+def _tally_slice(t: _Tally, o: torch.Tensor, r: torch.Tensor, start: int, atol: float, rtol: float,
+                 complex_parts: bool) -> None:
+    """Add one slice [start, start + FAST_CHECK_CHUNK) of the flattened outputs to the tally."""
+    x = o[start:start + FAST_CHECK_CHUNK].to(torch.float64)
+    y = r[start:start + FAST_CHECK_CHUNK].to(torch.float64)
+    diff = torch.sub(x, y).abs_()
+    bad = ~(diff <= y.abs().mul_(rtol).add_(atol))  # NaN differences count as bad
+    x_nan, y_nan, y_inf = x.isnan(), y.isnan(), y.isinf()
+    both_nan = x_nan & y_nan
+    same_inf = x.isinf() & y_inf & (x.sign() == y.sign())
+    bad &= ~(both_nan | same_inf)
+    bad |= y_inf & ~same_inf  # an infinite reference would make the allowed error infinite
+    count = int(bad.sum())
+    if count:
+        t.bad += count
+        if not complex_parts:
+            t.poisoned += int((bad & _poisoned(o[start:start + FAST_CHECK_CHUNK])).sum())
+        if t.first is None:
+            t.first = start + int(bad.nonzero()[0, 0])
+    finite = diff.isfinite() & ~both_nan
+    if bool(finite.any()):
+        chunk_max = float(diff[finite].max())
+        t.max_err = chunk_max if t.max_err is None else max(t.max_err, chunk_max)
+    t.nan_where_finite += int((x_nan & y.isfinite()).sum())
+
+
+def _tolerance_report(o: torch.Tensor, r: torch.Tensor, shape: list[int], atol: float, rtol: float, what: str,
+                      complex_parts: bool) -> Mismatch:
+    """The tolerance rule over flattened outputs, in float64 slices (whole-tensor float64
+    temporaries of a GiB output took a minute), and what it found, for the reflector."""
+    t = _Tally()
     for start in range(0, o.numel(), FAST_CHECK_CHUNK):
-        x = o[start:start + FAST_CHECK_CHUNK].to(torch.float64)
-        y = r[start:start + FAST_CHECK_CHUNK].to(torch.float64)
-        diff = torch.sub(x, y).abs_()
-        bad = ~(diff <= y.abs().mul_(rtol).add_(atol))  # NaN differences count as bad
-        x_nan, y_nan, y_inf = x.isnan(), y.isnan(), y.isinf()
-        both_nan = x_nan & y_nan
-        same_inf = x.isinf() & y_inf & (x.sign() == y.sign())
-        bad &= ~(both_nan | same_inf)
-        bad |= y_inf & ~same_inf  # an infinite reference would make the allowed error infinite
-        count = int(bad.sum())
-        if count:
-            n_bad += count
-            if not complex_parts:
-                poisoned += int((bad & _poisoned(o[start:start + FAST_CHECK_CHUNK])).sum())
-            if first is None:
-                first = start + int(bad.nonzero()[0, 0])
-        finite = diff.isfinite() & ~both_nan
-        if bool(finite.any()):
-            chunk_max = float(diff[finite].max())
-            max_err = chunk_max if max_err is None else max(max_err, chunk_max)
-        nan_where_finite += int((x_nan & y.isfinite()).sum())
-    if n_bad == 0:
+        _tally_slice(t, o, r, start, atol, rtol, complex_parts)
+    if t.bad == 0:
         return Mismatch(True)
+    first = t.first
     # (a complex output's index ends with the part: 0 real, 1 imaginary)
     index = [int(i) for i in np.unravel_index(first, shape)] if shape else []
     detail = {
-        "mismatched": n_bad,
+        "mismatched": t.bad,
         "total": int(o.numel()),
         "first_index": index,
         "got": float(o[first]),
         "expected": float(r[first]),
-        "max_abs_error": max_err,
-        "nan_where_reference_finite": nan_where_finite,
-        "poisoned": poisoned,
+        "max_abs_error": t.max_err,
+        "nan_where_reference_finite": t.nan_where_finite,
+        "poisoned": t.poisoned,
         "atol": atol,
         "rtol": rtol,
     }
     reason = (
-        f"{what}: {n_bad} of {o.numel()} elements outside tolerance (atol={atol:g}, rtol={rtol:g}); "
+        f"{what}: {t.bad} of {o.numel()} elements outside tolerance (atol={atol:g}, rtol={rtol:g}); "
         f"first at {tuple(detail['first_index'])}: got {detail['got']:.6g}, expected {detail['expected']:.6g}"
     )
-    if nan_where_finite:
-        reason += f"; {nan_where_finite} NaN where the reference is finite (unwritten or uninitialized output?)"
-    return Mismatch(False, reason, detail, UNWRITTEN_OUTPUT if poisoned else WRONG_VALUES)
+    if t.nan_where_finite:
+        reason += f"; {t.nan_where_finite} NaN where the reference is finite (unwritten or uninitialized output?)"
+    return Mismatch(False, reason, detail, UNWRITTEN_OUTPUT if t.poisoned else WRONG_VALUES)
 
 
 def _compare_exact(out: torch.Tensor, ref: torch.Tensor, what: str) -> Mismatch:

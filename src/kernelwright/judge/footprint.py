@@ -63,22 +63,33 @@ def max_reply_bytes() -> int:
 
 
 def reply_limit(available: int | None = None) -> int:
-    """How large a reference's reply to one item may be: its outputs travel whole (the worker
-    compares them itself). Past the default (`wire.MAX_REPLY_BYTES`, 4 GiB) up to an eighth of the
-    host memory available (`available`, default: now), at most `wire.MAX_MESSAGE_BYTES`: a
-    KernelBench level-1 activation at its own size (4096 x 393216 float32) returns 6 GiB, which a
-    125 GiB host holds with room for both sides' copies (`memory_need` still decides whether the
-    whole problem fits). The worker fixes it once, when it starts, for itself and its children."""
+    """How large a reply to one item may be: outputs travel whole (the worker compares them
+    itself). Past the default (`wire.MAX_REPLY_BYTES`, 4 GiB) up to an eighth of the host memory
+    available (`available`, default: now), at most `wire.MAX_MESSAGE_BYTES` (16 GiB). A KernelBench
+    level-1 activation at its own size (4096 x 393216 float32) returns 6 GiB, and the candidate's
+    reply to its repeat item twice that: a 125 GiB host holds both sides' copies (`memory_need`
+    still decides whether the whole problem fits). The worker fixes it once, when it starts, for
+    itself and its children."""
     available = host_memory_available() if available is None else available
     return max(wire.MAX_REPLY_BYTES, min(available // 8, wire.MAX_MESSAGE_BYTES))
 
 
+# more than a candidate's reply carries beside its outputs (digests, launch counts, provenance: KiBs)
+REPLY_FIELDS_BYTES = 16 << 20
+
+
+def candidate_reply_need(reference_output_bytes: int, repeat: bool) -> int:
+    """The largest reply an honest candidate sends for an item whose reference outputs take
+    `reference_output_bytes`: its outputs, twice on a repeat item (the repeat call's too)."""
+    return (2 if repeat else 1) * reference_output_bytes + REPLY_FIELDS_BYTES
+
+
 def candidate_reply_limit(reference_output_bytes: int, limit: int) -> int:
     """How large a candidate's reply to an item may be, once the reference's reply to it is known:
-    it carries the same outputs (its other fields are small), so past the default it may be twice
-    the reference's outputs plus 64 MiB, never more than the reference's `limit`. A candidate
-    cannot make its worker read more than its task's own size calls for."""
-    return min(limit, max(wire.MAX_REPLY_BYTES, 2 * reference_output_bytes + (64 << 20)))
+    what an honest one needs on a repeat item (`candidate_reply_need`), at least the default, never
+    more than `limit` (the reference already reported a problem whose replies would not fit). A
+    candidate cannot make its worker read much more than its task calls for."""
+    return min(limit, max(wire.MAX_REPLY_BYTES, candidate_reply_need(reference_output_bytes, True)))
 
 
 def gib(n: int) -> str:

@@ -91,9 +91,11 @@ def _acquire(lock, turnstile, exclusive: bool,
     passes a turnstile lock that every taker passes and keeps holding it until it has the GPU, so
     new readers queue behind it (flock alone let checks starve timing for minutes). Returns the
     seconds spent at the turnstile (0 when the lock came free within the patience): for a writer,
-    how long it drained the readers in flight, while new ones queued. A writer waiting for the
-    turnstile or the drain calls `check` every `CHECK_EVERY_S` (it may raise, to give up) and, once,
-    after `DRAIN_REPORT_S` of draining, `on_long_drain` with the readers still holding the lock."""
+    how long it drained the readers in flight, while new ones queued. A writer given `check` or
+    `on_long_drain` polls the turnstile and the lock instead of blocking on them (so it can give
+    up; one that blocks may win a race for the turnstile against it): it calls `check` every
+    `CHECK_EVERY_S` (it may raise, to give up) and, once, after `DRAIN_REPORT_S` of draining,
+    `on_long_drain` with the readers still holding the lock."""
     if exclusive:
         deadline = time.monotonic() + WRITER_PATIENCE_S
         while time.monotonic() < deadline:
@@ -108,11 +110,12 @@ def _acquire(lock, turnstile, exclusive: bool,
         finally:
             fcntl.flock(turnstile, fcntl.LOCK_UN)
         return time.monotonic() - closed
-    checked = [closed]
+    checked = closed
 
     def wait_a_little() -> None:
-        if check is not None and time.monotonic() - checked[0] >= CHECK_EVERY_S:
-            checked[0] = time.monotonic()
+        nonlocal checked
+        if check is not None and time.monotonic() - checked >= CHECK_EVERY_S:
+            checked = time.monotonic()
             check()
         time.sleep(0.005)
 

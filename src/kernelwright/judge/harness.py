@@ -113,8 +113,8 @@ class Harness(TimedRequests):
     def _check_fits(self, impl: Any, case_list: str, index: int) -> None:
         """Raise before building a case's inputs that would not fit this machine."""
 
-    def _check_reply(self, data: bytes, item: dict) -> None:
-        """Raise if an encoded `run` reply may not be sent."""
+    def _check_reply(self, data: bytes, item: dict, reply: dict) -> None:
+        """Raise if an encoded `run` reply (`reply`, as `data`) may not be sent."""
 
     def _is_skip(self, exc: BaseException) -> bool:
         """Whether `exc` says the case is to be skipped, not failed."""
@@ -335,7 +335,7 @@ class Harness(TimedRequests):
                 # may run inside another worker's timing turn. The pipe is written after letting go.
                 try:
                     data = self._encode(reply)
-                    self._check_reply(data, item)
+                    self._check_reply(data, item, reply)
                 except BaseException as exc:  # noqa: BLE001 - a fault the copy off the GPU surfaced
                     reply_ok = False
                     data = self._encode(self._error("run", exc, **self.failure_marks))

@@ -12,12 +12,16 @@ The worker looks wherever the candidate has no request in flight, and fails it (
 - before each request to the candidate (`ChildProcess.idle_check`), except inside the worker's
   own timing turn: the lock is the worker's then, and a turnstile the candidate takes only
   delays checks that wait for the turn anyway (the request after the turn looks again);
-- while its reference queues for the GPU and no other worker's timing turn holds it: then the
-  candidate's hold is what the reference waits for (`ChildProcess.lock_culprit`);
+- once a second while its reference queues for the GPU (whatever else holds it: another worker's
+  reader can hold the turnstile while it too waits for the candidate's hold): the candidate's
+  processes are killed, which frees the lock (`ChildProcess.lock_culprit`);
 - while it waits for its own timing turn (`gpulock.device_lock`'s `check`).
-What it cannot see: a hold taken through a descriptor a process inherited from a locker that is
-gone (/proc/locks names the locker's pid). Such a process is still killed with the candidate's
-tree when its verdict ends.
+What it cannot name: a hold taken through a descriptor a process inherited from a locker that is
+gone (/proc/locks names the locker's pid). A worker waiting for its timing turn behind such a hold
+gives up after `worker.MAX_TURN_WAIT_S` with a judge error; the candidate's processes are killed
+at the verdict's end. Holders are matched by inode alone (/proc/locks gives the device as the
+kernel sees it, which need not match `st_dev` under overlay filesystems): another file of the same
+inode number on another filesystem, locked at the same moment, would be taken for ours.
 """
 
 from __future__ import annotations
@@ -36,22 +40,24 @@ SETTLE_S = 0.05
 
 
 def in_candidate_tree(pid: int, cand_pid: int, worker_pid: int, own: set[int]) -> bool:
-    """Whether `pid` is the candidate's process or one it started: a descendant of it, or a process
-    re-parented to the worker (a subreaper) that none of the worker's own children (`own`: its
-    reference and spare processes) started."""
+    """Whether `pid` is the candidate's process or one it started, as far as parentage tells now:
+    a descendant of it, or of a process re-parented to the worker (a subreaper) that is none of
+    the worker's own children (`own`: its reference and spare processes). An orphan of the
+    reference counts as the candidate's too; a reference starts no processes that hold the lock."""
     if pid == worker_pid:
         return False
     chain = [pid, *procs.ancestry(pid)]
     if cand_pid in chain:
         return True
-    if worker_pid in chain and chain.index(worker_pid) > 0:
+    if worker_pid in chain:  # (never at chain[0]: that is `pid`)
         return chain[chain.index(worker_pid) - 1] not in own
     return False
 
 
 def candidate_holders(cand_pid: int, own: set[int], worker_pid: int | None = None) -> list[int]:
-    """The processes of the candidate's tree that hold this GPU's lock or its turnstile, seen in
-    two reads `SETTLE_S` apart; [] where /proc/locks cannot tell."""
+    """The processes of the candidate's tree that hold this GPU's lock or its turnstile, in two
+    reads `SETTLE_S` apart (both reads must find one, not necessarily the same: two helpers could
+    pass the lock between them); [] where /proc/locks cannot tell."""
     worker_pid = os.getpid() if worker_pid is None else worker_pid
 
     def holding() -> set[int]:
@@ -59,10 +65,11 @@ def candidate_holders(cand_pid: int, own: set[int], worker_pid: int | None = Non
         return {pid for pid in holders if in_candidate_tree(pid, cand_pid, worker_pid, own)}
 
     found = holding()
-    if found:
-        time.sleep(SETTLE_S)
-        found &= holding()
-    return sorted(found)
+    if not found:
+        return []
+    time.sleep(SETTLE_S)
+    again = holding()
+    return sorted(found | again) if again else []
 
 
 def lock_held_failure(stage: str, pids: list[int], when: str) -> CaseFailed:
@@ -88,24 +95,28 @@ def guard(worker, j) -> Callable[[str], None]:
     return check
 
 
-def install(j, check: Callable[[str], None], exclusive_held: Callable[[], bool] = lambda: False) -> None:
+def install(j, check: Callable[[str], None], exclusive_held: Callable[[], bool] = lambda: False,
+            kill_candidate: Callable[[], None] = lambda: None) -> None:
     """Set `check` (a `guard`) on the verdict's two children (`uninstall` takes it off: the
     reference outlives the verdict). Not before the candidate's requests while its worker holds
-    the GPU exclusively (`exclusive_held`): nobody else can take the lock then, and the check costs
-    milliseconds where /proc is slow (gVisor: 5.6 ms per timing block in a TritonBench run)."""
+    the GPU exclusively (`exclusive_held`): the lock is the worker's then (a turnstile the candidate
+    takes only delays checks that wait for this turn anyway), and the look costs milliseconds where
+    /proc is slow (gVisor: 5.6 ms per timing block in a TritonBench run). When the reference is
+    found waiting for the candidate's hold, the candidate's processes are killed first
+    (`kill_candidate`): that frees the lock, so the reference's request completes and is read, and
+    the loaded reference stays usable."""
     def idle_check() -> None:
         if not exclusive_held():
             check("between its requests")
     j.cand.idle_check = idle_check
-    ref = j.ref
 
     def culprit() -> None:
         try:
             check("while the reference queued for the GPU")
         except CaseFailed:
-            ref.kill()  # its reply to the request in flight would never be read
+            kill_candidate()
             raise
-    ref.lock_culprit = culprit
+    j.ref.lock_culprit = culprit
 
 
 def uninstall(j) -> None:

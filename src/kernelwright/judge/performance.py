@@ -212,8 +212,9 @@ class CaseTimer:
             asked = time.monotonic()
             block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed, "pad_ms": self.pad_ms,
                                      "only_set": b if self.slow else None}, f"timing {self.label}")
-            # from the request written: the worker's own checks before it (the candidate's idle
-            # check, `lockguard`) are not the candidate's time
+            # from the request written: whatever the worker does before it (the look at the lock
+            # table before a candidate's request outside the timing turn, `lockguard`) is never the
+            # candidate's time; `asked` for a child that records no `sent_at`
             wall_ms = (time.monotonic() - max(asked, side.sent_at)) * 1e3
         finally:
             if other is cand:

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 from . import errors
 from .digests import tensor_digests
-from .footprint import ProblemTooLarge, gib, host_memory_available, max_reply_bytes, memory_need
+from .footprint import (ProblemTooLarge, candidate_reply_need, gib, host_memory_available, max_reply_bytes,
+                        memory_need)
 from .harness import Harness, SpotCall
 from .launches import LaunchCounter
 from .outputs import Outputs, flatten_outputs, tensor_meta
@@ -82,13 +83,22 @@ class ReferenceHarness(Harness):
             raise ProblemTooLarge(f"{kind} case {case.label}: inputs {gib(inputs)} and outputs {gib(outputs)} "
                                   f"need {' and '.join(problems)}")
 
-    def _check_reply(self, data: bytes, item: dict) -> None:
-        limit = int(self.options.get("max_reply_bytes") or max_reply_bytes())  # the worker's (`reply_limit`)
-        if len(data) > limit:
-            raise ProblemTooLarge(f"the reference's reply for case {item['case']} is {gib(len(data))}, "
-                                  f"over the {gib(limit)} a reply may carry on this machine (its outputs "
-                                  "are compared whole, by the worker, and an eighth of the host memory "
-                                  f"available, {gib(host_memory_available())}, is what a reply may take)")
+    def _check_reply(self, data: bytes, item: dict, reply: dict) -> None:
+        """Whether the item's replies fit the worker's reply limit (`footprint.reply_limit`), this
+        one and the candidate's to come: on a repeat item that carries its outputs twice (the
+        repeat call's too). A problem whose replies do not fit is the problem's, not the candidate's."""
+        limit = int(self.options.get("max_reply_bytes") or max_reply_bytes())
+        outputs = sum(int(m.get("nbytes", 0)) for m in reply.get("meta") or [])
+        # (otherwise the candidate's reply is the size of this one)
+        candidate = candidate_reply_need(outputs, True) if item.get("repeat") else 0
+        if max(len(data), candidate) > limit:
+            what = (f"the reference's reply for case {item['case']} is {gib(len(data))}"
+                    if len(data) > limit else
+                    f"the candidate's reply for case {item['case']} (its outputs and the repeat call's) "
+                    f"would be {gib(candidate)}")
+            raise ProblemTooLarge(f"{what}, over the {gib(limit)} a reply may carry on this machine (outputs "
+                                  "travel whole, to be compared by the worker; the limit is an eighth of the host "
+                                  "memory available when the worker started, 4-16 GiB)")
 
     # -- correctness -------------------------------------------------------------------------
     def _run_item(self, item: dict) -> dict:

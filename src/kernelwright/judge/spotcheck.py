@@ -108,6 +108,8 @@ def check_timed_configuration(worker, j: Judging, pi: int) -> None:
         try:
             spot_check(worker, j, pi)
         except CaseFailed as exc:
+            if exc.kind == "gpu_lock_held":  # (not a finding about the configuration)
+                raise
             raise CaseFailed(exc.stage, f"{exc.reason} (with the configuration its autotuner picked when tuned "
                              "alone for timing; the check next to other workers had run another)",
                              detail=exc.detail, log_tail=exc.log_tail, kind=exc.kind) from None

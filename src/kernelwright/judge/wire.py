@@ -24,8 +24,9 @@ _DTYPES = {
     if hasattr(torch, name)
 }
 _HEADER = struct.Struct("<Q")
-MAX_MESSAGE_BYTES = 8 << 30
-# What one child's reply may carry; a reference whose outputs exceed it reports problem_too_large.
+MAX_MESSAGE_BYTES = 16 << 30
+# What one child's reply may carry by default; its worker may allow more where the host has the
+# memory (`footprint.reply_limit`). A reference whose replies would exceed it reports problem_too_large.
 MAX_REPLY_BYTES = 4 << 30
 # Tensor bytes start on this boundary in a message, so a received message's tensors can be views
 # of it (no copy) with every dtype aligned.
@@ -100,35 +101,8 @@ def decode(data: bytes | bytearray, share: bool = False) -> Any:
     """Parse a message made by `encode`, validating every size before touching the bytes. Tensors
     are copies, or with `share` (a `bytearray` the caller hands over, as `read_frame` returns)
     views of the message itself: a GiB output is not copied again."""
-    if len(data) < _HEADER.size:
-        raise WireError("message shorter than its header")
-    (body_len,) = _HEADER.unpack_from(data)
-    if body_len > len(data) - _HEADER.size:
-        raise WireError("header claims more bytes than the message holds")
-    try:
-        header = json.loads(data[_HEADER.size : _HEADER.size + body_len])
-        metas = header["tensors"]
-        payload = header["payload"]
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise WireError(f"bad message header: {type(exc).__name__}") from None
-    if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
-        raise WireError("bad message header: 'tensors' must be a list of objects")
-    described = []
-    for meta in metas:
-        try:
-            dtype = _DTYPES[meta["dtype"]]
-            shape = [int(d) for d in meta["shape"]]
-            nbytes = int(meta["nbytes"])
-        except (KeyError, TypeError, ValueError):
-            raise WireError(f"bad tensor description {meta!r}") from None
-        numel = 1
-        for d in shape:
-            if d < 0:
-                raise WireError("negative dimension")
-            numel *= d
-        if nbytes != numel * torch.empty((), dtype=dtype).element_size():
-            raise WireError("tensor size does not match its description")
-        described.append((dtype, shape, nbytes))
+    body_len, metas, payload = _header(data)
+    described = [_described(meta) for meta in metas]
     # encode's layout, worked out again from the sizes, must account for the message exactly
     offsets, end = _layout(_HEADER.size + body_len, [nbytes for _, _, nbytes in described])
     if end != len(data):
@@ -142,23 +116,60 @@ def decode(data: bytes | bytearray, share: bool = False) -> Any:
             view = memoryview(data)[offset : offset + nbytes]
             raw = view if shared else bytearray(view)  # writable either way
             tensors.append(torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape))
-
-    def unwalk(value: Any) -> Any:
-        if isinstance(value, dict):
-            if set(value) == {"__tensor__"}:
-                index = value["__tensor__"]
-                if not isinstance(index, int) or not 0 <= index < len(tensors):
-                    raise WireError("tensor reference out of range")
-                return tensors[index]
-            return {k: unwalk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [unwalk(v) for v in value]
-        return value
-
     try:
-        return unwalk(payload)
+        return _unwalk(payload, tensors)
     except RecursionError:
         raise WireError("message nested too deeply") from None
+
+
+def _header(data: bytes | bytearray) -> tuple[int, list[dict], Any]:
+    """(JSON header length, tensor descriptions, payload) of a message, validated."""
+    if len(data) < _HEADER.size:
+        raise WireError("message shorter than its header")
+    (body_len,) = _HEADER.unpack_from(data)
+    if body_len > len(data) - _HEADER.size:
+        raise WireError("header claims more bytes than the message holds")
+    try:
+        header = json.loads(data[_HEADER.size : _HEADER.size + body_len])
+        metas = header["tensors"]
+        payload = header["payload"]
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise WireError(f"bad message header: {type(exc).__name__}") from None
+    if not isinstance(metas, list) or not all(isinstance(m, dict) for m in metas):
+        raise WireError("bad message header: 'tensors' must be a list of objects")
+    return body_len, metas, payload
+
+
+def _described(meta: dict) -> tuple[torch.dtype, list[int], int]:
+    """(dtype, shape, bytes) of one tensor description, its size checked against its shape."""
+    try:
+        dtype = _DTYPES[meta["dtype"]]
+        shape = [int(d) for d in meta["shape"]]
+        nbytes = int(meta["nbytes"])
+    except (KeyError, TypeError, ValueError):
+        raise WireError(f"bad tensor description {meta!r}") from None
+    numel = 1
+    for d in shape:
+        if d < 0:
+            raise WireError("negative dimension")
+        numel *= d
+    if nbytes != numel * torch.empty((), dtype=dtype).element_size():
+        raise WireError("tensor size does not match its description")
+    return dtype, shape, nbytes
+
+
+def _unwalk(value: Any, tensors: list[torch.Tensor]) -> Any:
+    """The payload with each {"__tensor__": i} replaced by tensor i."""
+    if isinstance(value, dict):
+        if set(value) == {"__tensor__"}:
+            index = value["__tensor__"]
+            if not isinstance(index, int) or not 0 <= index < len(tensors):
+                raise WireError("tensor reference out of range")
+            return tensors[index]
+        return {k: _unwalk(v, tensors) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwalk(v, tensors) for v in value]
+    return value
 
 
 class FrameTooLarge(WireError):

@@ -30,17 +30,22 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import footprint, lockguard, procs
+from . import footprint, lockguard, lockholders, procs
 from .channel import ChildFailure, ChildProcess
 from .correctness import CorrectnessStage
 from .failures import CaseFailed, JudgeError, ProbeFailed, ask, error_kind
 from .footprint import proc_status_bytes
-from .gpulock import DRAIN_REPORT_S, device_lock
+from .gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
 from .judging import Judging
 from .performance import run_performance
 from .spotcheck import check_perf_cases
 from .tracing import TRACE, trace
 from .verdict import Verdict
+
+
+# The longest a worker waits for its timing turn during a verdict (the most a child's queueing is
+# credited per reply: `MAX_LOCK_CREDIT_S`)
+MAX_TURN_WAIT_S = MAX_LOCK_CREDIT_S
 
 
 class Worker:
@@ -81,7 +86,10 @@ class Worker:
     def exclusive(self, task_name: str):
         """Hold this GPU exclusively for the block (a no-op when already held); yields (seconds
         spent waiting for it, of which at the turnstile draining readers in flight). A long drain
-        is traced with the processes it waits for (KERNELWRIGHT_TRACE=1)."""
+        is traced with the processes it waits for (KERNELWRIGHT_TRACE=1). During a verdict the wait
+        raises the candidate's `gpu_lock_held` failure when the candidate's processes hold the lock
+        (`lockguard`), and a `JudgeError` after `MAX_TURN_WAIT_S`: a hold nobody can be named for
+        (a descriptor inherited from a locker that is gone) ends in a verdict, not a hang."""
         if self.exclusive_held:
             yield 0.0, 0.0
             return
@@ -91,9 +99,7 @@ class Worker:
             trace(task_name, f"taking the GPU alone: draining for {DRAIN_REPORT_S:g} s so far, behind "
                   + ("; ".join(holders) if holders else "no holder found in /proc/locks"))
 
-        # while it waits, its own candidate may not be what it waits for (`lockguard`)
-        guard = self.lock_guard
-        check = (lambda: guard("while the worker waited for the GPU to time it")) if guard is not None else None
+        check = self._turn_wait_check(mark)
         with device_lock(self.device, exclusive=True, on_long_drain=long_drain if TRACE else None,
                          check=check) as drained:
             self.exclusive_held = True
@@ -101,6 +107,19 @@ class Worker:
                 yield time.monotonic() - mark, drained
             finally:
                 self.exclusive_held = False
+
+    def _turn_wait_check(self, since: float):
+        """What a wait for the timing turn runs every second during a verdict (None outside one)."""
+        guard = self.lock_guard
+        if guard is None:
+            return None
+
+        def check() -> None:
+            guard("while its worker waited for the GPU alone")
+            if time.monotonic() - since > MAX_TURN_WAIT_S:
+                raise JudgeError(f"waited more than {MAX_TURN_WAIT_S:g} s for the GPU alone, behind "
+                                 f"pid(s) {sorted(lockholders.gpu_lock_holders() or {})} holding its lock")
+        return check
 
     @contextlib.contextmanager
     def timing_turn(self, verdict):
@@ -265,6 +284,12 @@ class Worker:
             roots.append(cand.pid)
         return roots + procs.descendants(*roots, parents=parents)
 
+    def kill_candidate(self, cand: ChildProcess) -> None:
+        """The candidate's process and everything of its tree, gone now (their locks with them)."""
+        tree = self.candidate_tree(cand)
+        cand.kill()
+        procs.signal_all([p for p in tree if p != cand.pid], signal.SIGKILL)
+
     def pause_candidate(self, cand: ChildProcess) -> list[int]:
         """SIGSTOP the candidate's group and every process of its tree outside it (a subprocess
         that started its own session, a daemon re-parented to this worker): nothing it left
@@ -359,7 +384,7 @@ class Worker:
         j.cand = self._candidate_child(task, opts)
         verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
         self.lock_guard = lockguard.guard(self, j)
-        lockguard.install(j, self.lock_guard, lambda: self.exclusive_held)
+        lockguard.install(j, self.lock_guard, lambda: self.exclusive_held, lambda: self.kill_candidate(j.cand))
         CorrectnessStage(self, j).run()
         if measure:
             # Correctness at perf sizes, and with it the JIT compilation and autotuning at
