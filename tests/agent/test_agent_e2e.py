@@ -6,7 +6,6 @@ Each test reads the prompts that reached the server: that is what the model was 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 

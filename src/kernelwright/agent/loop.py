@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol
 
 from ..tasks import Task

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Iterable
 
 from ..metrics import pass_at_k
