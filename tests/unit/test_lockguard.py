@@ -112,8 +112,16 @@ class _J:
 
 
 class _Worker:
+    exclusive_held = False
+
     def __init__(self, ref):
-        self.references, self.spare, self.spare_reference = {"t": ref}, None, None
+        self.ref = ref
+
+    def own_children(self):
+        return {self.ref.pid}
+
+    def kill_candidate(self, cand):
+        cand.kill()
 
 
 def test_the_childrens_hooks_fail_the_candidate_and_let_the_reference_go(lock_files):
@@ -121,7 +129,8 @@ def test_the_childrens_hooks_fail_the_candidate_and_let_the_reference_go(lock_fi
     try:
         cand, ref = _Child(pid), _Child(-5)
         j = _J(cand, ref)
-        lockguard.install(j, lockguard.guard(_Worker(ref), j), kill_candidate=cand.kill)
+        worker = _Worker(ref)
+        lockguard.install(worker, j)
         with pytest.raises(CaseFailed) as failed:
             cand.idle_check()
         assert failed.value.kind == "gpu_lock_held" and failed.value.stage == "correctness"
@@ -133,7 +142,8 @@ def test_the_childrens_hooks_fail_the_candidate_and_let_the_reference_go(lock_fi
         lockguard.uninstall(j)
         assert cand.idle_check is None and ref.lock_culprit is None
         # inside the worker's own timing turn the look before each request is left out
-        lockguard.install(j, lockguard.guard(_Worker(ref), j), exclusive_held=lambda: True)
+        worker.exclusive_held = True
+        lockguard.install(worker, j)
         cand.idle_check()
         lockguard.uninstall(j)
     finally:

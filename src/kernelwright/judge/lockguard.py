@@ -85,9 +85,7 @@ def guard(worker, j) -> Callable[[str], None]:
         cand = j.cand
         if cand is None or not isinstance(getattr(cand, "pid", None), int) or not cand.alive:
             return
-        own = {c.pid for c in [*worker.references.values(), worker.spare, worker.spare_reference]
-               if c is not None and c is not cand}
-        pids = candidate_holders(cand.pid, own)
+        pids = candidate_holders(cand.pid, worker.own_children() - {cand.pid})
         if pids:
             verdict = j.verdict
             stage = verdict.stage if verdict.stage == "performance" else ("correctness" if verdict.call else "call")
@@ -95,18 +93,19 @@ def guard(worker, j) -> Callable[[str], None]:
     return check
 
 
-def install(j, check: Callable[[str], None], exclusive_held: Callable[[], bool] = lambda: False,
-            kill_candidate: Callable[[], None] = lambda: None) -> None:
-    """Set `check` (a `guard`) on the verdict's two children (`uninstall` takes it off: the
-    reference outlives the verdict). Not before the candidate's requests while its worker holds
-    the GPU exclusively (`exclusive_held`): the lock is the worker's then (a turnstile the candidate
-    takes only delays checks that wait for this turn anyway), and the look costs milliseconds where
-    /proc is slow (gVisor: 5.6 ms per timing block in a TritonBench run). When the reference is
-    found waiting for the candidate's hold, the candidate's processes are killed first
-    (`kill_candidate`): that frees the lock, so the reference's request completes and is read, and
-    the loaded reference stays usable."""
+def install(worker, j) -> Callable[[str], None]:
+    """Set the `guard` of verdict `j` on its two children, and return it (`uninstall` takes it off:
+    the reference outlives the verdict). Not before the candidate's requests while the worker
+    holds the GPU exclusively (`worker.exclusive_held`): the lock is the worker's then (a turnstile
+    the candidate takes only delays checks that wait for this turn anyway), and the look costs
+    milliseconds where /proc is slow (gVisor: 5.6 ms per timing block in a TritonBench run). When
+    the reference is found waiting for the candidate's hold, the candidate's processes are killed
+    first (`worker.kill_candidate`): that frees the lock, so the reference's request completes and
+    is read, and the loaded reference stays usable."""
+    check = guard(worker, j)
+
     def idle_check() -> None:
-        if not exclusive_held():
+        if not worker.exclusive_held:
             check("between its requests")
     j.cand.idle_check = idle_check
 
@@ -114,9 +113,10 @@ def install(j, check: Callable[[str], None], exclusive_held: Callable[[], bool] 
         try:
             check("while the reference queued for the GPU")
         except CaseFailed:
-            kill_candidate()
+            worker.kill_candidate(j.cand)
             raise
     j.ref.lock_culprit = culprit
+    return check
 
 
 def uninstall(j) -> None:

@@ -19,13 +19,19 @@ def lock_holders(lock) -> list[str]:
         inode = os.fstat(lock.fileno()).st_ino
     except OSError:
         return []
-    holders: dict[int, bool] = {}
-    for pid, held, exclusive in _flock_table() or []:
-        if held == inode:
-            holders[pid] = holders.get(pid, False) or exclusive
+    holders = _holders_of({inode}, _flock_table() or [])
     # an exclusive holder is another worker's timing turn, not a check that is slow to let go
     return [("the timing turn of " if exclusive else "") + _describe_process(str(pid))
             for pid, exclusive in holders.items()]
+
+
+def _holders_of(inodes: set[int], table: list[tuple[int, int, bool]]) -> dict[int, bool]:
+    """pid -> whether exclusively, of the processes holding any of the files `inodes` in `table`."""
+    holders: dict[int, bool] = {}
+    for pid, inode, exclusive in table:
+        if inode in inodes:
+            holders[pid] = holders.get(pid, False) or exclusive
+    return holders
 
 
 def _flock_table() -> list[tuple[int, int, bool]] | None:
@@ -66,48 +72,43 @@ def flocks_listed() -> bool:
     return _FLOCKS_LISTED
 
 
-def gpu_lock_holders() -> dict[int, bool] | None:
-    """pid -> whether exclusively, of every process holding this GPU's lock or its turnstile.
-    None when it cannot be known (no lock files yet, /proc/locks not listing flocks)."""
+def _gpu_lock_table() -> tuple[dict[str, int], list[tuple[int, int, bool]]] | None:
+    """(inode of each of this GPU's lock files that exists, by suffix; the flock table), or None
+    when it cannot be known (no lock files yet, /proc/locks not listing flocks)."""
     from .gpulock import lock_base
 
     base = lock_base()
-    inodes = set()
-    for name in (".lock", ".turnstile"):  # (a candidate may have made one of them itself)
+    inodes = {}
+    for name in (".lock", ".turnstile"):
         try:
-            inodes.add(os.stat(base + name).st_ino)
+            inodes[name] = os.stat(base + name).st_ino
         except OSError:
             pass
     if not inodes or not flocks_listed():
         return None
     table = _flock_table()
-    if table is None:
-        return None
-    holders: dict[int, bool] = {}
-    for pid, inode, exclusive in table:
-        if inode in inodes:
-            holders[pid] = holders.get(pid, False) or exclusive
-    return holders
+    return None if table is None else (inodes, table)
+
+
+def gpu_lock_holders() -> dict[int, bool] | None:
+    """pid -> whether exclusively, of every process holding this GPU's lock or its turnstile
+    (either file will do: a candidate may have made one of them itself). None when it cannot be
+    known."""
+    known = _gpu_lock_table()
+    return None if known is None else _holders_of(set(known[0].values()), known[1])
 
 
 def timing_turn_elsewhere(ours: set[int]) -> bool | None:
     """Whether a process outside `ours` (a worker's own process tree) holds this GPU's lock
     exclusively or its turnstile: the only reason a check may queue for the GPU. None when it
-    cannot be known (no lock files yet, /proc/locks not listing flocks). A child's "waiting"
+    cannot be known (either lock file missing, /proc/locks not listing flocks). A child's "waiting"
     notice stops its worker's clock only while this holds (`channel.ReplyClock`): a candidate
     cannot stop its own clock by claiming to wait, nor by holding the lock itself."""
-    from .gpulock import lock_base
-
-    base = lock_base()
-    try:
-        lock, turnstile = os.stat(base + ".lock").st_ino, os.stat(base + ".turnstile").st_ino
-    except OSError:
+    known = _gpu_lock_table()
+    if known is None or len(known[0]) < 2:
         return None
-    if not flocks_listed():
-        return None
-    table = _flock_table()
-    if table is None:
-        return None
+    inodes, table = known
+    lock, turnstile = inodes[".lock"], inodes[".turnstile"]
     return any(pid not in ours and (inode == turnstile or (inode == lock and exclusive))
                for pid, inode, exclusive in table)
 

@@ -271,13 +271,17 @@ class Worker:
         keep = {c.pid for c in [*self.references.values(), self.spare_reference] if c is not None and c.alive}
         procs.kill_strays(keep)
 
+    def own_children(self) -> set[int]:
+        """The worker's own children: its reference processes and the spares (never a candidate's)."""
+        return {c.pid for c in [*self.references.values(), self.spare, self.spare_reference] if c is not None}
+
     def candidate_tree(self, cand: ChildProcess) -> list[int]:
         """The candidate's process and every process it started, wherever they went: its
         descendants (in any process group or session), and orphans re-parented to this worker (a
         subreaper) that are none of the worker's own children."""
         if not isinstance(getattr(cand, "pid", None), int) or cand.pid <= 0:  # a child played by a test
             return []
-        own = {c.pid for c in [*self.references.values(), self.spare, self.spare_reference] if c is not None}
+        own = self.own_children()
         parents = procs.parent_map()  # one scan of /proc for both looks
         roots = [p for p in procs.children_of(os.getpid(), parents) if p not in own or p == cand.pid]
         if cand.pid not in roots and cand.alive:
@@ -383,8 +387,7 @@ class Worker:
         j.ref = self._reference_child(task, baseline_path, opts)
         j.cand = self._candidate_child(task, opts)
         verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
-        self.lock_guard = lockguard.guard(self, j)
-        lockguard.install(j, self.lock_guard, lambda: self.exclusive_held, lambda: self.kill_candidate(j.cand))
+        self.lock_guard = lockguard.install(self, j)
         CorrectnessStage(self, j).run()
         if measure:
             # Correctness at perf sizes, and with it the JIT compilation and autotuning at
