@@ -21,7 +21,7 @@ python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", tr
 for step in $steps; do
   case $step in
     tests|all)
-      timeout 200 python3 -m pytest tests -m gpu -v --timeout 190 -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -40 ;;&
+      timeout 420 python3 -m pytest tests -m gpu -v --timeout 200 -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -40 ;;&
     throughput|all)
       timeout 200 python3 benchmarks/judge_throughput.py --variants 3 --per-device 1 4 --out "$OUT/throughput.json" 2>&1 | tail -8 ;;&
     cli|all)
