@@ -173,7 +173,7 @@ def short(config: str | None) -> str:
 
 # -- the run --------------------------------------------------------------------------------------
 def autotuned_stems(suite: str, root: Path) -> list[str]:
-    from kernelwright.suites import geak
+    from kernelwright.suites import geak_source as geak
 
     files = geak.tritonbench_files(root) if suite == "tritonbench-revised" else geak.rocm_files(root)
     return [f.stem for f in files if AUTOTUNED.search(geak.split_source(f.read_text())[0])]
@@ -203,7 +203,7 @@ AUTOTUNE_CALL = re.compile(r"^@\s*((?:triton\s*\.\s*)?autotune)\s*\(", re.M)
 def cpu_mirror(root: Path, suite: str, stems: list[str], into: Path) -> Path:
     """CPU dry runs only: a GEAK-eval layout holding the chosen tasks' golden files (and perf
     scripts, and the instruction JSON) with their CUDA device requests turned into CPU ones."""
-    from kernelwright.suites import geak
+    from kernelwright.suites import geak_source as geak
 
     data, perf, info = ((geak.TRITONBENCH_DIR, geak.TRITONBENCH_PERF_DIR, geak.TRITONBENCH_JSON)
                         if suite == "tritonbench-revised" else (geak.ROCM_DIR, None, geak.ROCM_JSON))
@@ -251,7 +251,7 @@ def main() -> None:
 
     from kernelwright.judge import JudgeOptions, JudgePool
     from kernelwright.judge.pool import detect_backend
-    from kernelwright.suites import geak
+    from kernelwright.suites import geak_source as geak
     from kernelwright.tasks import load_task_ref
 
     if args.path is None:

@@ -6,8 +6,8 @@ import os
 import pytest
 import torch
 
-from kernelwright.suites.geak import (load_suite, portable_libdevice, rocm_files, split_source,
-                                      tritonbench_files)
+from kernelwright.suites.geak import load_suite
+from kernelwright.suites.geak_source import portable_libdevice, rocm_files, split_source, tritonbench_files
 from kernelwright.judge.static import check_source
 from kernelwright.tasks import load_task_ref
 
@@ -64,7 +64,8 @@ def test_split_and_portable_libdevice():
 def test_rocm_test_modules_run_in_a_throwaway_process(tmp_path, monkeypatch):
     """Enumerating a ROCm file's parametrizations executes its top level (which may initialise
     CUDA): that must happen in a forked process, or a judge worker could not fork children."""
-    from kernelwright.suites.geak import ROCM_DIR, ROCM_JSON, rocm_task
+    from kernelwright.suites.geak_rocm import rocm_task
+    from kernelwright.suites.geak_source import ROCM_DIR, ROCM_JSON
 
     folder = tmp_path / ROCM_DIR
     folder.mkdir(parents=True)
@@ -114,8 +115,9 @@ def test_add(n, request):
 
 
 def test_inputs_a_rocm_test_skips_are_recorded_as_skipped_not_failed(tmp_path, monkeypatch):
-    from kernelwright.suites import geak
-    from kernelwright.suites.geak import ROCM_DIR, ROCM_JSON, rocm_task
+    from kernelwright.suites import geak_rocm
+    from kernelwright.suites.geak_rocm import rocm_task
+    from kernelwright.suites.geak_source import ROCM_DIR, ROCM_JSON
 
     from .conftest import judge_on_cpu
 
@@ -126,7 +128,7 @@ def test_inputs_a_rocm_test_skips_are_recorded_as_skipped_not_failed(tmp_path, m
     task = rocm_task(tmp_path, "add")
     # the enumeration is cached by content: a process that cannot fork an enumerator (a judge
     # child with CUDA initialised) reads the same cases
-    monkeypatch.setattr(geak, "_run_enumerator", lambda *a: (_ for _ in ()).throw(RuntimeError("no fork")))
+    monkeypatch.setattr(geak_rocm, "_run_enumerator", lambda *a: (_ for _ in ()).throw(RuntimeError("no fork")))
     again = rocm_task(tmp_path, "add")
     assert [c.label for c in again.visible_cases] == [c.label for c in task.visible_cases]
     assert not again.notes
@@ -143,7 +145,7 @@ def test_kernels_defined_in_a_test_section_compile_from_the_executed_text(tmp_pa
     reads a kernel's source through inspect, so the executed text must be findable by its name."""
     import inspect
 
-    from kernelwright.suites.geak import exec_source
+    from kernelwright.suites.adapter import exec_source
 
     namespace: dict = {}
     exec_source("import triton\n\n@triton.jit\ndef helper_kernel(x_ptr):\n    pass\n", "<thing test code>", namespace)
@@ -156,7 +158,7 @@ def test_kernels_defined_in_a_test_section_compile_from_the_executed_text(tmp_pa
 
 
 def test_a_rocm_perf_op_that_returns_a_launch_handle_is_checked_on_the_tensors_it_writes():
-    from kernelwright.suites.geak import _with_outputs
+    from kernelwright.suites.geak_rocm import _with_outputs
 
     x, out = torch.ones(4), torch.zeros(4)
     kernel_args = [x, out, 4]

@@ -8,7 +8,8 @@ import torch
 
 import pytest
 
-from kernelwright.suites.geak import TRITONBENCH_DIR, TRITONBENCH_JSON, TRITONBENCH_PERF_DIR, load_suite
+from kernelwright.suites.geak import load_suite
+from kernelwright.suites.geak_source import TRITONBENCH_DIR, TRITONBENCH_JSON, TRITONBENCH_PERF_DIR
 
 from .conftest import QUICK_PERF, judge_on_cpu
 

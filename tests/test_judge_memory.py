@@ -117,7 +117,7 @@ def test_a_reference_reply_carries_outputs_and_digests_never_inputs(tmp_path):
     (digest,) = reply["input_digests"]
     assert digest.startswith("float32[4, 256, 128]:")
     # the digest is of the inputs as both sides make them from the seed
-    from kernelwright.suites.geak import seed_everything
+    from kernelwright.suites.adapter import seed_everything
 
     seed_everything(5)
     assert tensor_digest(torch, torch.rand(4, 256, 128)) == digest

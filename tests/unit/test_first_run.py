@@ -241,7 +241,7 @@ def test_pytest_is_a_runtime_dependency_for_the_rocm_suite():
         import tomli as tomllib
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert any(re.match(r"pytest\b", dep) for dep in project["dependencies"])
-    assert "import pytest" in (ROOT / "src" / "kernelwright" / "suites" / "geak.py").read_text()
+    assert "import pytest" in (ROOT / "src" / "kernelwright" / "suites" / "geak_rocm.py").read_text()
 
 
 # --- item 7: `config` shows every setting ----------------------------------------------------------
@@ -269,7 +269,7 @@ def test_flattened_results_keep_the_result_keys():
     `.names` of what the adapter's call returns)."""
     import torch
 
-    from kernelwright.suites.geak import flatten_results
+    from kernelwright.suites.adapter import flatten_results
 
     flat_results = flatten_results({"test_case_1": torch.ones(2), "test_case_2": (torch.zeros(1), 3.0), "x": None})
     assert len(flat_results) == 3 and isinstance(flat_results, list)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..tasks.model import FLOAT_DTYPES, Case, EntryPoint, Task, Tolerance
-from .geak import SuiteError, _from_ref, _load_each, exec_module, seed_everything
+from .adapter import SuiteError, exec_module, from_ref, load_each, seed_everything
 
 DATA_DIR = "KernelBench"
 # KernelBench seeds model construction with a fixed seed on both sides so that the weights match.
@@ -221,7 +221,7 @@ def kernelbench_task(root: Path, relpath: str) -> Task:
     )
 
 
-ADAPTER_LOADERS = {"kernelbench": _from_ref(kernelbench_task)}
+ADAPTER_LOADERS = {"kernelbench": from_ref(kernelbench_task)}
 
 
 def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
@@ -229,5 +229,5 @@ def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
     a task: nothing is dropped silently."""
     root = data_root(path)
     files, skipped = benchmark_files(root)
-    tasks, problems = _load_each(kernelbench_task, root, ((relpath, relpath) for relpath in files))
+    tasks, problems = load_each(kernelbench_task, root, ((relpath, relpath) for relpath in files))
     return tasks, skipped + problems

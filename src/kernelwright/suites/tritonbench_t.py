@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..tasks.model import Case, EntryPoint, Task
-from .geak import (GEAK_TOLERANCES, SuiteError, _defined_names, _from_ref, _load_each, _required_names,
-                   _without_definitions, exec_module, flatten_results, seed_everything, split_source)
+from .adapter import (SuiteError, defined_names, exec_module, flatten_results, from_ref, load_each, required_names,
+                      seed_everything, without_definitions)
+from .geak_source import GEAK_TOLERANCES, split_source
 
 DATA_DIR = "data/TritonBench_T_v1"
 STATS_JSON = "data/TritonBench_T_v1.jsonl"
@@ -50,7 +51,7 @@ def _strip_module_calls(test_code: str, operator_names: frozenset[str] = frozens
     `print(test_results)`): the judge calls the test itself. Also drop definitions that shadow a
     name of the operator code: some test sections redefine the operator in PyTorch (relu_sqrt.py),
     which would replace the candidate's function with the golden one. Returns (test code, test name)."""
-    tree = ast.parse(_without_definitions(test_code, operator_names))
+    tree = ast.parse(without_definitions(test_code, operator_names))
     names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
     if not names:
         raise SuiteError("no test_* function after the separator")
@@ -228,8 +229,8 @@ def tritonbench_t_task(root: Path, stem: str) -> Task:
     code, test_code = split_source(path.read_text())
     if test_code is None:
         raise SuiteError(f"{path.name}: no 146-# separator between the operator and its test")
-    stripped, test_name = _strip_module_calls(test_code, _defined_names(code))
-    names = _required_names(code, stripped)
+    stripped, test_name = _strip_module_calls(test_code, defined_names(code))
+    names = required_names(code, stripped)
     if not names:
         raise SuiteError(f"{path.name}: defines no function for the test to call")
     info = _stats(str(root)).get(path.name, {})
@@ -258,7 +259,7 @@ def tritonbench_t_task(root: Path, stem: str) -> Task:
     )
 
 
-ADAPTER_LOADERS = {"tritonbench-t": _from_ref(tritonbench_t_task)}
+ADAPTER_LOADERS = {"tritonbench-t": from_ref(tritonbench_t_task)}
 
 
 def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
@@ -266,4 +267,4 @@ def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
     become a task: nothing is dropped silently."""
     root = checkout_root(path)
     files = sorted(p for p in (root / DATA_DIR).glob("*.py") if p.name != "__init__.py")
-    return _load_each(tritonbench_t_task, root, ((file.stem, file.name) for file in files))
+    return load_each(tritonbench_t_task, root, ((file.stem, file.name) for file in files))
