@@ -68,7 +68,7 @@ def standalone(spec_path: str) -> None:
         import torch
         from triton.runtime.autotuner import Autotuner
 
-        from kernelwright.judge.harness import Harness
+        from kernelwright.judge.sandbox.harness import Harness
         from kernelwright.tasks import load_task_ref
 
         # Only *registered* here (no benchmarker, budget or prune of ours): Triton's own autotuner.
@@ -250,7 +250,7 @@ def main() -> None:
     deadline = begun + args.seconds
 
     from kernelwright.judge import JudgeOptions, JudgePool
-    from kernelwright.judge.pool import detect_backend
+    from kernelwright.judge.coordinator.pool import detect_backend
     from kernelwright.suites import geak_source as geak
     from kernelwright.tasks import load_task_ref
 

@@ -24,8 +24,8 @@ from multiprocessing import Pipe
 
 import torch
 
-from kernelwright.judge import wire
-from kernelwright.judge.compare import compare_tensor
+from kernelwright.judge.common import wire
+from kernelwright.judge.worker.compare import compare_tensor
 
 
 def timed(fn, repeats: int) -> float:

@@ -28,7 +28,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    from kernelwright.judge import gpulock, lockguard, lockholders
+    from kernelwright.judge.common import gpulock, lockholders
+    from kernelwright.judge.worker import lockguard
 
     files = gpulock._open_lock_files()
     holders = []

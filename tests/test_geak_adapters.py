@@ -8,7 +8,7 @@ import torch
 
 from kernelwright.suites.geak import load_suite
 from kernelwright.suites.geak_source import portable_libdevice, rocm_files, split_source, tritonbench_files
-from kernelwright.judge.static import check_source
+from kernelwright.judge.coordinator.static import check_source
 from kernelwright.tasks import load_task_ref
 
 from .conftest import GEAK_EVAL

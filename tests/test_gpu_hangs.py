@@ -18,7 +18,7 @@ DETECT_S = 60.0
 
 
 def test_a_kernel_that_never_ends_is_judged_fast_and_the_gpu_recovers(monkeypatch):
-    from kernelwright.judge import gpulock, lockholders
+    from kernelwright.judge.common import gpulock, lockholders
 
     task = resolve_task("vector_add")
     hang = (CANDIDATES / "hangs" / "kernel_never_ends.py").read_text()

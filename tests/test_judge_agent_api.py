@@ -9,9 +9,9 @@ from concurrent.futures import wait
 import pytest
 
 from kernelwright.judge import FailureKind, JudgeOptions, JudgePool, PoolClosed, Verdict
-from kernelwright.judge.compare import compare_outputs
-from kernelwright.judge.static import MAX_SOURCE_BYTES
-from kernelwright.judge.verdict import FAILURE_KINDS, filter_traceback, shorten
+from kernelwright.judge.worker.compare import compare_outputs
+from kernelwright.judge.coordinator.static import MAX_SOURCE_BYTES
+from kernelwright.judge.common.verdict import FAILURE_KINDS, filter_traceback, shorten
 from kernelwright.tasks import load_task_file, resolve_task
 
 from .conftest import CANDIDATES, QUICK_PERF
@@ -211,8 +211,8 @@ def test_error_kinds_come_from_the_exception_classes_the_child_reports():
     fields: class names with their bases and causes, the device error code, a broken context."""
     from triton.compiler.errors import CompileTimeAssertionFailure
 
-    from kernelwright.judge.errors import exception_types
-    from kernelwright.judge.failures import error_kind
+    from kernelwright.judge.sandbox.errors import exception_types
+    from kernelwright.judge.worker.failures import error_kind
 
     def reply(exc, **extra):
         return {"ok": False, "error": str(exc), "error_types": exception_types(exc), **extra}

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kernelwright.judge import JudgeOptions, JudgePool
-from kernelwright.judge.procs import children_of
+from kernelwright.judge.common.procs import children_of
 from kernelwright.tasks import resolve_task
 
 from .conftest import candidate_expectations

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from kernelwright.judge import JudgeOptions, JudgePool
-from kernelwright.judge.digests import tensor_digest
-from kernelwright.judge.footprint import PROBLEM_TOO_LARGE_TYPE
+from kernelwright.judge.common.digests import tensor_digest
+from kernelwright.judge.common.footprint import PROBLEM_TOO_LARGE_TYPE
 from kernelwright.suites.kernelbench import kernelbench_task
 
 from .conftest import ROOT
@@ -90,7 +90,7 @@ def _tensors(value):
 
 
 def _reference_reply(task, item: dict, monkeypatch=None, max_reply_bytes=None) -> dict:
-    from kernelwright.judge.channel import ChildProcess
+    from kernelwright.judge.worker.child_process import ChildProcess
 
     child = ChildProcess("reference", task, "cpu", {"memory_fraction": None, "cpu_threads": 1,
                                                      "max_file_bytes": 64 << 20, "triton_cache": None,
@@ -142,8 +142,9 @@ def test_the_digest_sees_every_change():
 
 
 def test_a_reference_reply_over_the_frame_limit_says_the_problem_is_too_large(tmp_path, monkeypatch):
-    from kernelwright.judge import failures, wire
-    from kernelwright.judge.messages import ErrorReply, parse_reply
+    from kernelwright.judge.worker import failures
+    from kernelwright.judge.common import wire
+    from kernelwright.judge.common.messages import ErrorReply, parse_reply
 
     monkeypatch.setattr(wire, "MAX_REPLY_BYTES", 1 << 20)  # the forked reference reads it
     task = _task(tmp_path, "2_ReLU.py", RELU.format(rows=512, cols=1024))  # 2 MiB of outputs
@@ -167,7 +168,7 @@ def test_a_reference_reply_over_the_frame_limit_says_the_problem_is_too_large(tm
 def test_a_reference_reply_past_the_default_travels_when_its_worker_allows_it(tmp_path, monkeypatch):
     """The worker fixes a larger limit where the host has the memory (`footprint.reply_limit`):
     the reference's own check and the worker's read of its frame use that one number."""
-    from kernelwright.judge import wire
+    from kernelwright.judge.common import wire
 
     monkeypatch.setattr(wire, "MAX_REPLY_BYTES", 1 << 20)  # the default, as the forked reference sees it
     task = _task(tmp_path, "2_ReLU.py", RELU.format(rows=512, cols=1024))  # 2 MiB of outputs

@@ -168,7 +168,7 @@ def test_tritonbench_t_mismatch_names_the_result_key(tmp_path):
 def test_replies_are_checked_against_their_message_kind():
     import torch
 
-    from kernelwright.judge.messages import CandidateRun, ErrorReply, MessageError, parse_reply
+    from kernelwright.judge.common.messages import CandidateRun, ErrorReply, MessageError, parse_reply
 
     good = {"op": "run", "ok": True, "outputs": [torch.ones(2)], "launches": 1, "seconds": 0.5,
             "input_digests": [], "names": ["test_case_1"]}
@@ -205,7 +205,7 @@ def test_replies_are_checked_against_their_message_kind():
 def test_kernel_memory_counts_views_and_copies_but_not_computations():
     import torch
 
-    from kernelwright.judge.provenance import KernelMemory, tracking_copies
+    from kernelwright.judge.sandbox.provenance import KernelMemory, tracking_copies
 
     memory = KernelMemory(torch)
     buffer, other = torch.zeros(8), torch.zeros(8)

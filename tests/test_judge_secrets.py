@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import JudgeOptions, JudgePool
-from kernelwright.judge.privdir import PrivateDirError, ensure_private, private_dir
-from kernelwright.judge.workerenv import worker_environment
+from kernelwright.judge.common.privdir import PrivateDirError, ensure_private, private_dir
+from kernelwright.judge.coordinator.workerenv import worker_environment
 from kernelwright.tasks import load_task_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,7 +221,7 @@ def test_private_directory_is_made_safe(tmp_path, monkeypatch):
     link.symlink_to(made)
     with pytest.raises(PrivateDirError):
         ensure_private(link)
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     assert os.path.dirname(gpulock.lock_base()) == str(made)  # the GPU lock files live there, not in /tmp
 
@@ -242,7 +242,7 @@ def test_a_directory_of_another_user_is_refused_and_avoided(tmp_path, monkeypatc
 
 
 def test_what_dead_processes_left_is_swept(tmp_path):
-    from kernelwright.judge.pool import sweep_stale
+    from kernelwright.judge.coordinator.pool import sweep_stale
 
     dead = 2**22 + 12345  # above the default pid_max: no such process
     for path in (tmp_path / "triton" / f"w{dead}-reference-x", tmp_path / "sources" / f"sources-{dead}-y",

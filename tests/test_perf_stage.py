@@ -46,7 +46,7 @@ def test_speedup_statistics_are_complete(verdicts):
 
 
 def test_perf_subset_spreads_from_first_to_last():
-    from kernelwright.judge.timing import perf_subset
+    from kernelwright.judge.worker.timing import perf_subset
 
     assert perf_subset(5, None) == {0, 1, 2, 3, 4}
     assert perf_subset(3, 5) == {0, 1, 2}

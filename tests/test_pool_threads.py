@@ -31,7 +31,7 @@ def test_a_judge_bug_costs_one_verdict_and_never_shifts_the_others(monkeypatch, 
     """An exception while judging one candidate (CI once saw CPython 3.11's AST converter fail in a
     judging thread) becomes that candidate's judge_error verdict; every other verdict stays with
     its own candidate."""
-    from kernelwright.judge import pool as pool_module
+    from kernelwright.judge.coordinator import pool as pool_module
 
     good, wrong = CANDIDATES / "tiny_add" / "good.py", tmp_path / "subtracts.py"
     wrong.write_text(good.read_text().replace("mask=mask) + tl.load", "mask=mask) - tl.load"))
@@ -56,7 +56,7 @@ def test_sources_are_parsed_one_at_a_time(monkeypatch, tmp_path):
     import ast
     import threading
 
-    from kernelwright.judge import static
+    from kernelwright.judge.coordinator import static
 
     inside, most = [0], [0]
     real = ast.parse
@@ -165,7 +165,7 @@ def test_the_backend_is_detected_without_initialising_cuda(monkeypatch):
     import pytest
     import torch
 
-    from kernelwright.judge.pool import DeviceUnavailable, detect_backend
+    from kernelwright.judge.coordinator.pool import DeviceUnavailable, detect_backend
 
     def initialises_the_driver():
         raise AssertionError("torch.cuda.is_available() poisons fork()")
@@ -184,7 +184,7 @@ def test_the_backend_is_detected_without_initialising_cuda(monkeypatch):
 
 
 def test_workers_per_gpu_default_to_one_per_two_cores_of_its_share(monkeypatch):
-    from kernelwright.judge import pool as pool_module
+    from kernelwright.judge.coordinator import pool as pool_module
 
     monkeypatch.setattr(pool_module.os, "cpu_count", lambda: 16)
     assert pool_module.default_workers_per_device(1) == 8     # one H200, 16 cores: the suites' setting

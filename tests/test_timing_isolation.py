@@ -50,7 +50,7 @@ def test_honest_candidate_records_the_cross_checks(verdicts):
 
 
 def test_wall_clock_excess_sees_under_reporting():
-    from kernelwright.judge.timing import wall_clock_excess
+    from kernelwright.judge.worker.timing import wall_clock_excess
 
     # both sides: 10 ms of calls and 3 ms of flushes, pads and round trip per block
     honest = [(13.0, 10.0)] * 4
@@ -69,7 +69,7 @@ def test_candidate_tree_reaches_processes_in_other_sessions():
     import sys
     import time
 
-    from kernelwright.judge import procs
+    from kernelwright.judge.common import procs
 
     child = subprocess.Popen([sys.executable, "-c",
                               "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
@@ -91,8 +91,8 @@ def test_candidate_tree_reaches_processes_in_other_sessions():
 
 
 def test_a_gpu_with_one_worker_takes_no_shared_lock(monkeypatch):
-    from kernelwright.judge import pool as pool_module
-    from kernelwright.judge.worker import Worker
+    from kernelwright.judge.coordinator import pool as pool_module
+    from kernelwright.judge.worker.process import Worker
 
     assert Worker("cuda", {"gpu_workers": 1}).share_gpu is False
     shared = Worker("cuda", {"gpu_workers": 2})

@@ -8,7 +8,7 @@ from kernelwright.agent import knowledge
 from kernelwright.agent.knowledge import (KNOWLEDGE_DIR, detect_gpu, gpu_overrides, gpu_spec_text,
                                           knowledge_text, normalize_backend, triton_guide)
 from kernelwright.config import ConfigError, load_config
-from kernelwright.judge.hardware import SPECS, spec_for
+from kernelwright.judge.common.hardware import SPECS, spec_for
 
 
 def config_with(tmp_path: Path, text: str):

@@ -12,7 +12,7 @@ import pytest
 from .agent_support import TINY_ADD, kernel
 from kernelwright.agent.memory import Attempt
 from kernelwright.agent.tuning import TuneBudget, TuneResult, tune, variants
-from kernelwright.judge.verdict import Verdict
+from kernelwright.judge.common.verdict import Verdict
 
 
 def changed_lines(old: str, new: str) -> list[tuple[str, str]]:

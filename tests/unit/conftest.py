@@ -17,8 +17,8 @@ def fake_child(monkeypatch):
     sends (pause s, message) steps from a thread and returns it."""
     from multiprocessing import Pipe
 
-    from kernelwright.judge import wire
-    from kernelwright.judge.channel import ChildProcess
+    from kernelwright.judge.common import wire
+    from kernelwright.judge.worker.child_process import ChildProcess
 
     ours, theirs = Pipe(duplex=True)
     child = object.__new__(ChildProcess)

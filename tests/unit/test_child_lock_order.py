@@ -6,7 +6,7 @@ timing turn disturbs what that turn measures. Only writing to the pipe comes aft
 import contextlib
 from types import SimpleNamespace
 
-from kernelwright.judge.reference_harness import ReferenceHarness
+from kernelwright.judge.sandbox.reference import ReferenceHarness
 
 
 class RecordingShare:

@@ -137,7 +137,7 @@ def test_eval_good_candidate_json(runner):
 
 def test_print_verdict_human_output(capsys):
     from kernelwright.cli.judge_cmds import print_verdict
-    from kernelwright.judge.verdict import CaseResult, Verdict
+    from kernelwright.judge.common.verdict import CaseResult, Verdict
 
     verdict = Verdict(task="vector_add", candidate="c.py", stage="correctness", call=True, correct=False,
                       reason="output: 1 of 4 elements outside tolerance", detail="Traceback: boom",
@@ -153,7 +153,7 @@ def test_print_verdict_human_output(capsys):
 
 def test_print_verdict_passed_with_speedup(capsys):
     from kernelwright.cli.judge_cmds import print_verdict
-    from kernelwright.judge.verdict import CaseResult, Verdict
+    from kernelwright.judge.common.verdict import CaseResult, Verdict
 
     perf = CaseResult("performance", "1M float32", {}, True, ref_ms=2.0, cand_ms=1.0, speedup=2.0,
                       ci95=[1.9, 2.1], roofline_ms=0.5)

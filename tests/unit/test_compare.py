@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from kernelwright.judge.compare import Mismatch, compare_outputs, compare_tensor, identical
+from kernelwright.judge.worker.compare import Mismatch, compare_outputs, compare_tensor, identical
 from kernelwright.tasks.model import DEFAULT_TOLERANCES, Tolerance
 
 NAN, INF = float("nan"), float("inf")
@@ -260,7 +260,7 @@ def test_identical_empty_and_zero_dim_and_strided():
 def test_fast_check_agrees_with_the_full_report_on_every_kind_of_value(monkeypatch, dtype):
     """`within_tolerance` (the fast yes/no) must say yes exactly when the full numpy report finds
     nothing: NaN on both sides, infinities of either sign, values on the boundary, across slices."""
-    import kernelwright.judge.compare as compare
+    import kernelwright.judge.worker.compare as compare
 
     monkeypatch.setattr(compare, "FAST_CHECK_CHUNK", 7)  # many slices, and a short last one
     specials = torch.tensor([0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 1e-3, 1.001, 65504.0])
@@ -284,7 +284,7 @@ def test_fast_check_agrees_with_the_full_report_on_every_kind_of_value(monkeypat
 def test_bitwise_equal_outputs_pass_without_the_float64_check(monkeypatch):
     """Identical values (NaN and infinities in the same places included) meet the tolerance rule,
     so they are settled by one memory comparison: the float64 check is never reached."""
-    from kernelwright.judge import compare
+    from kernelwright.judge.worker import compare
 
     def refuse(*args, **kwargs):
         raise AssertionError("the float64 check ran on identical outputs")
@@ -311,7 +311,7 @@ def test_complex_outputs_are_compared_in_both_parts():
 
 
 def test_the_report_is_the_same_across_slices(monkeypatch):
-    import kernelwright.judge.compare as compare
+    import kernelwright.judge.worker.compare as compare
 
     gen = torch.Generator().manual_seed(1)
     ref = torch.randn(7, 11, generator=gen)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from kernelwright.judge.gpulock import device_lock
+from kernelwright.judge.common.gpulock import device_lock
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +21,7 @@ def _restore_compiled_kernel(monkeypatch):
 def test_writer_lets_readers_pass_for_a_while_then_goes_first(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("kernelwright.judge.gpulock.WRITER_PATIENCE_S", 0.5)
+    monkeypatch.setattr("kernelwright.judge.common.gpulock.WRITER_PATIENCE_S", 0.5)
     order = []
     first_reader_in = threading.Event()
     release_first = threading.Event()
@@ -97,7 +97,7 @@ def _exclusive_now(path) -> bool:
 def test_a_child_holds_the_gpu_shared_around_its_work_but_not_while_compiling(monkeypatch, tmp_path):
     import triton.compiler
 
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -137,7 +137,7 @@ def test_a_waiting_timing_turn_gets_the_gpu_while_a_check_compiles(monkeypatch, 
     """The point of releasing: a writer does not wait for a long compilation to finish."""
     import triton.compiler
 
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -168,7 +168,7 @@ def test_a_waiting_timing_turn_gets_the_gpu_while_a_check_compiles(monkeypatch, 
 
 
 def test_time_queued_for_the_gpu_does_not_count_against_a_timeout(fake_child):
-    from kernelwright.judge.channel import ChildFailure
+    from kernelwright.judge.worker.child_process import ChildFailure
 
     child, play = fake_child
     play((0.05, {"op": "gpu_lock", "state": "waiting"}), (0.6, {"op": "gpu_lock", "state": "got"}),
@@ -184,9 +184,9 @@ def test_time_queued_for_the_gpu_does_not_count_against_a_timeout(fake_child):
 
 
 def test_a_forged_wait_notice_cannot_stop_the_clock_for_good(monkeypatch, fake_child):
-    from kernelwright.judge.channel import ChildFailure
+    from kernelwright.judge.worker.child_process import ChildFailure
 
-    monkeypatch.setattr("kernelwright.judge.channel.MAX_LOCK_CREDIT_S", 0.4)
+    monkeypatch.setattr("kernelwright.judge.worker.child_process.MAX_LOCK_CREDIT_S", 0.4)
     child, play = fake_child
     sender = play((0.0, {"op": "gpu_lock", "state": "waiting"}), (1.0, {"op": "run", "ok": True}))
     start = time.monotonic()
@@ -200,7 +200,7 @@ def test_a_forged_wait_notice_cannot_stop_the_clock_for_good(monkeypatch, fake_c
 
 
 def test_a_long_check_lets_a_waiting_timer_in_between_its_runs(monkeypatch, tmp_path):
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -231,7 +231,7 @@ def test_a_long_check_lets_a_waiting_timer_in_between_its_runs(monkeypatch, tmp_
 def test_writer_reports_how_long_it_drained_readers_at_the_turnstile(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("kernelwright.judge.gpulock.WRITER_PATIENCE_S", 0.2)
+    monkeypatch.setattr("kernelwright.judge.common.gpulock.WRITER_PATIENCE_S", 0.2)
     with device_lock("cuda", exclusive=True) as drained:
         assert drained == 0.0  # free at once: no turnstile
     reader_in, release = threading.Event(), threading.Event()
@@ -254,11 +254,11 @@ def test_writer_reports_how_long_it_drained_readers_at_the_turnstile(monkeypatch
 def test_a_check_steps_aside_at_its_next_launch_for_a_waiting_timer(monkeypatch, tmp_path, yields):
     """A shared holder in the middle of a long check (a GEAK test function launches many kernels)
     lets a timing turn in at its next kernel launch instead of at the end of the check."""
-    from kernelwright.judge.gpulock import SharedHold
+    from kernelwright.judge.common.gpulock import SharedHold
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("kernelwright.judge.gpulock.WRITER_PATIENCE_S", 0.1)
+    monkeypatch.setattr("kernelwright.judge.common.gpulock.WRITER_PATIENCE_S", 0.1)
     notices = []
     hold = SharedHold("cuda", lambda: None, notices.append, can_yield=lambda: yields)
     writer_in = []
@@ -288,7 +288,7 @@ def test_the_longest_stretch_held_without_a_look_is_reported_with_what_it_did(mo
     """A check that holds the GPU for a long stretch without looking at the turnstile (no kernel
     launch, no release) keeps a waiting timing turn and every check queued behind it waiting: the
     hold reports its longest such stretch and what the process was doing from start to end."""
-    from kernelwright.judge.gpulock import SharedHold
+    from kernelwright.judge.common.gpulock import SharedHold
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -311,7 +311,7 @@ def test_the_longest_stretch_held_without_a_look_is_reported_with_what_it_did(mo
 def test_a_stretch_that_starts_after_a_compile_says_so(monkeypatch, tmp_path):
     import triton.compiler
 
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -330,11 +330,11 @@ def test_a_check_running_python_without_launches_is_nudged_to_let_a_timer_in(mon
     """A check that runs Python for seconds with no kernel launch (a test function's torch loops)
     takes no look by itself: the watcher thread sees the timer waiting and nudges the main thread,
     whose signal handler steps aside between two bytecodes."""
-    from kernelwright.judge.gpulock import SharedHold
+    from kernelwright.judge.common.gpulock import SharedHold
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("kernelwright.judge.gpulock.WRITER_PATIENCE_S", 0.1)
+    monkeypatch.setattr("kernelwright.judge.common.gpulock.WRITER_PATIENCE_S", 0.1)
     import signal
 
     previous = signal.getsignal(signal.SIGRTMIN + 3)
@@ -364,7 +364,7 @@ def test_a_check_running_python_without_launches_is_nudged_to_let_a_timer_in(mon
 
 
 def test_nudging_can_be_turned_off(monkeypatch):
-    from kernelwright.judge.gpulock import SharedHold
+    from kernelwright.judge.common.gpulock import SharedHold
 
     monkeypatch.setenv("KERNELWRIGHT_NO_NUDGE", "1")
     assert not SharedHold("cuda", lambda: None).start_nudging()
@@ -373,7 +373,7 @@ def test_nudging_can_be_turned_off(monkeypatch):
 
 
 def test_writer_patience_comes_from_the_environment_and_bad_values_say_so(monkeypatch):
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     monkeypatch.delenv("KERNELWRIGHT_WRITER_PATIENCE_S", raising=False)
     assert gpulock._writer_patience() == 0.5
@@ -392,7 +392,7 @@ def test_a_kernels_launcher_is_built_outside_the_lock(monkeypatch, tmp_path):
     import triton.compiler
     from triton.compiler.compiler import CompiledKernel
 
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -429,7 +429,7 @@ def test_nothing_is_let_go_inside_a_cuda_graph_capture(monkeypatch, tmp_path):
     """A synchronise during a capture would break it: a compile there runs under the hold."""
     import triton.compiler
 
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -454,7 +454,7 @@ def _drain_reports(monkeypatch, tmp_path, exclusive: bool) -> tuple[list, float,
     import subprocess
     import sys
 
-    from kernelwright.judge import gpulock
+    from kernelwright.judge.common import gpulock
 
     if not os.path.exists("/proc/locks"):
         pytest.skip("no /proc/locks here")
@@ -468,7 +468,7 @@ def _drain_reports(monkeypatch, tmp_path, exclusive: bool) -> tuple[list, float,
         "import os, pathlib, subprocess, tempfile\n"
         f"tempfile.tempdir = {str(tmp_path)!r}\n"
         f"os.environ['CUDA_VISIBLE_DEVICES'] = {visible!r}\n"
-        "from kernelwright.judge.gpulock import device_lock\n"
+        "from kernelwright.judge.common.gpulock import device_lock\n"
         f"with device_lock('cuda', exclusive={exclusive}):\n"
         "    compiler = subprocess.Popen(['sleep', '1.5'])\n"
         f"    pathlib.Path({str(ready)!r}).touch()\n"
@@ -520,7 +520,7 @@ def _hold_exclusively_in_a_process(gpulock):
 def test_a_timing_turn_elsewhere_is_seen_in_the_lock_table_and_our_own_tree_is_not(monkeypatch, tmp_path):
     import os
 
-    from kernelwright.judge import gpulock, lockholders
+    from kernelwright.judge.common import gpulock, lockholders
 
     if not lockholders.flocks_listed():
         pytest.skip("/proc/locks does not list flocks here")
@@ -545,8 +545,8 @@ def test_a_timing_turn_elsewhere_is_seen_in_the_lock_table_and_our_own_tree_is_n
 
 
 def test_waiting_for_the_gpu_is_believed_only_while_another_timing_turn_holds_it(monkeypatch, fake_child):
-    from kernelwright.judge import channel
-    from kernelwright.judge.channel import ChildFailure
+    from kernelwright.judge.worker import child_process as channel
+    from kernelwright.judge.worker.child_process import ChildFailure
 
     monkeypatch.setattr(channel, "LOCK_CHECK_S", 0.05)
     child, play = fake_child

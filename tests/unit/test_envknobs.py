@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernelwright.judge.envknobs import env_numbers
+from kernelwright.judge.common.knobs import env_numbers
 
 
 def test_unset_or_empty_gives_the_default(monkeypatch):

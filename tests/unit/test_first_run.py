@@ -173,7 +173,7 @@ def test_eval_headline_and_json_say_when_cases_were_left_unchecked(runner):
 
 def test_print_verdict_headline_counts_unchecked_cases(capsys):
     from kernelwright.cli.judge_cmds import print_verdict
-    from kernelwright.judge.verdict import CaseResult, Verdict
+    from kernelwright.judge.common.verdict import CaseResult, Verdict
 
     verdict = Verdict(task="t", candidate="c.py", stage="passed", call=True, correct=True, reason="passed",
                       cases=[CaseResult("correctness", "4 float32", {}, True),

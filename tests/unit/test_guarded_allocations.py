@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from kernelwright.judge.poison import guarded_allocations, in_guard_zone
+from kernelwright.judge.sandbox.poison import guarded_allocations, in_guard_zone
 
 ZONE = 4096
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from kernelwright.judge.compilewatch import CompileWatch
-from kernelwright.judge.channel import ChildFailure, running_limit
+from kernelwright.judge.sandbox.compilewatch import CompileWatch
+from kernelwright.judge.worker.child_process import ChildFailure, running_limit
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernelwright.judge.hardware import DeviceSpec, roofline_ms, spec_for
+from kernelwright.judge.common.hardware import DeviceSpec, roofline_ms, spec_for
 
 
 @pytest.mark.parametrize("name,expected", [
@@ -110,7 +110,7 @@ FIGURES = ["bandwidth_tbs", "arch", "sm_count", "warp_size", "smem_per_block_kb"
 
 @pytest.mark.parametrize("name", REQUIRED_GPUS)
 def test_every_required_gpu_has_its_figures_and_a_source_for_each(name):
-    from kernelwright.judge.hardware import spec_by_name
+    from kernelwright.judge.common.hardware import spec_by_name
 
     spec = spec_by_name(name)
     assert spec is not None and spec.name == name
@@ -136,7 +136,7 @@ def test_amd_entries_carry_infinity_cache_and_lds():
 
 
 def test_aliases_are_unique_and_lowercase():
-    from kernelwright.judge.hardware import SPECS
+    from kernelwright.judge.common.hardware import SPECS
 
     aliases = [a for s in SPECS for a in s.aliases]
     assert len(aliases) == len(set(aliases))

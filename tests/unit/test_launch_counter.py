@@ -1,7 +1,7 @@
 """The child's launch counter also keeps the autotuners it saw: it can make them tune again and say
 what each one chose (a reference timed against itself differs when the two sides choose apart)."""
 
-from kernelwright.judge.launches import LaunchCounter
+from kernelwright.judge.sandbox.launches import LaunchCounter
 
 
 class FakeTuner:

@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from kernelwright.judge import gpulock, lockguard, lockholders
-from kernelwright.judge.failures import CaseFailed
+from kernelwright.judge.common import gpulock, lockholders
+from kernelwright.judge.worker import lockguard
+from kernelwright.judge.worker.failures import CaseFailed
 
 HOLD = ("import fcntl, os, sys, time\n"
         "if sys.argv[2] == 'daemon' and os.fork():\n"
@@ -164,7 +165,7 @@ def test_the_reference_queueing_behind_the_candidates_hold_is_looked_at_whatever
                                                                                                  monkeypatch):
     """Another worker's reader can hold the turnstile while it too waits for our candidate's hold:
     the reference's wait is then believed, and only the look at the candidate ends it."""
-    from kernelwright.judge import channel
+    from kernelwright.judge.worker import child_process as channel
 
     child, play = fake_child
     child.turn_elsewhere = lambda: True

@@ -18,7 +18,7 @@ pytest.importorskip("triton.runtime._async_compile")
 from triton.runtime import _async_compile  # noqa: E402
 from triton.runtime.autotuner import Autotuner  # noqa: E402
 
-from kernelwright.judge import precompile  # noqa: E402
+from kernelwright.judge.sandbox import precompile  # noqa: E402
 
 COMPILE_S = 0.3
 
@@ -159,7 +159,7 @@ REAL_TRITON = textwrap.dedent("""
 
     triton.compiler.compile = compile
     import contextlib
-    from kernelwright.judge.precompile import compile_configs_in_parallel
+    from kernelwright.judge.sandbox.precompile import compile_configs_in_parallel
     assert compile_configs_in_parallel(contextlib.nullcontext, threads=2)
 
     @triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in (64, 128) for w in (2, 4)],

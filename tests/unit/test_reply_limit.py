@@ -5,8 +5,8 @@ frame over its child's limit is that child's failure, never read whole."""
 import pytest
 import torch
 
-from kernelwright.judge import footprint, wire
-from kernelwright.judge.channel import ChildFailure
+from kernelwright.judge.common import footprint, wire
+from kernelwright.judge.worker.child_process import ChildFailure
 
 GiB = 1 << 30
 

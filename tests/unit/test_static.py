@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from kernelwright.judge import static
-from kernelwright.judge.static import MAX_SOURCE_BYTES, check_source
+from kernelwright.judge.coordinator import static
+from kernelwright.judge.coordinator.static import MAX_SOURCE_BYTES, check_source
 
 KERNEL = """
 @triton.jit

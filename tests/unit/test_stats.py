@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from kernelwright.judge.stats import Aggregate, CaseTiming, aggregate, case_timing
+from kernelwright.judge.worker.stats import Aggregate, CaseTiming, aggregate, case_timing
 
 REF = [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 3.0, 3.0]]        # block medians 2, 4, 3 -> median 3
 CAND = [[1.0, 1.0, 9.0], [1.5, 1.5, 1.5], [2.0, 0.1, 2.0]]       # block medians 1, 1.5, 2 -> median 1.5
@@ -115,7 +115,7 @@ def test_aggregate_of_one_case_matches_the_case():
 
 
 def test_block_spread_is_the_slowest_block_median_over_the_fastest():
-    from kernelwright.judge.stats import block_spread
+    from kernelwright.judge.worker.stats import block_spread
 
     assert block_spread([[1.0, 1.1, 0.9], [1.0, 1.0]]) == pytest.approx(1.0)
     assert block_spread([[0.005, 0.005], [0.075, 0.076, 0.074], [0.005]]) == pytest.approx(15.0)

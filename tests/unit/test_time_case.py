@@ -6,13 +6,13 @@ import time
 
 import pytest
 
-from kernelwright.judge.hardware import spec_for
-from kernelwright.judge.pool import JudgeOptions
-from kernelwright.judge.failures import CaseFailed
-from kernelwright.judge.judging import Judging
-from kernelwright.judge.performance import CaseTimer
-from kernelwright.judge.verdict import Verdict
-from kernelwright.judge.worker import Worker
+from kernelwright.judge.common.hardware import spec_for
+from kernelwright.judge.coordinator.pool import JudgeOptions
+from kernelwright.judge.worker.failures import CaseFailed
+from kernelwright.judge.worker.state import Judging
+from kernelwright.judge.worker.performance import CaseTimer
+from kernelwright.judge.common.verdict import Verdict
+from kernelwright.judge.worker.process import Worker
 from kernelwright.tasks import resolve_task
 
 

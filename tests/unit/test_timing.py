@@ -3,8 +3,8 @@ waited on (`channel.ReplyClock`): no process, no GPU."""
 
 import pytest
 
-from kernelwright.judge import timing
-from kernelwright.judge.channel import MAX_LOCK_CREDIT_S, ReplyClock
+from kernelwright.judge.worker import timing
+from kernelwright.judge.worker.child_process import MAX_LOCK_CREDIT_S, ReplyClock
 
 
 def test_perf_subset_keeps_the_first_and_the_last():

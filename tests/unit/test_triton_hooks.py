@@ -13,8 +13,8 @@ SCRIPT = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import triton
     import triton.language as tl
-    from kernelwright.judge.autotuning import TuningBench
-    from kernelwright.judge.launches import LaunchCounter
+    from kernelwright.judge.sandbox.autotuning import TuningBench
+    from kernelwright.judge.sandbox.launches import LaunchCounter
 
     LaunchCounter(None).install()
 
@@ -49,7 +49,7 @@ def test_default_and_cuda_graph_tuners_get_the_short_budget_and_stated_ones_are_
 LAUNCH_SCRIPT = textwrap.dedent("""
     import triton
     import triton.language as tl
-    from kernelwright.judge.gpulock import yield_at_launches
+    from kernelwright.judge.common.gpulock import yield_at_launches
 
     class Hold:
         looked = 0
@@ -95,7 +95,7 @@ def test_checks_tune_on_a_small_budget_and_timing_turns_on_the_full_one(monkeypa
     and an autotuner of many configs gets less per config, so that one tuning stays bounded."""
     import triton.testing
 
-    from kernelwright.judge import autotuning
+    from kernelwright.judge.sandbox import autotuning
 
     seen = []
     monkeypatch.setattr(triton.testing, "do_bench",
@@ -125,7 +125,7 @@ def test_checks_tune_on_a_small_budget_and_timing_turns_on_the_full_one(monkeypa
 def test_the_timing_turn_tuning_budget_can_be_set_for_measurements(monkeypatch):
     import pytest
 
-    from kernelwright.judge.autotuning import _tuning_ms_from_env
+    from kernelwright.judge.sandbox.autotuning import _tuning_ms_from_env
 
     monkeypatch.delenv("KERNELWRIGHT_TUNING_MS", raising=False)
     assert _tuning_ms_from_env() == (3.0, 12.0)
@@ -142,8 +142,8 @@ SHORTLIST = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import triton
     import triton.language as tl
-    from kernelwright.judge import autotuning
-    from kernelwright.judge.launches import LaunchCounter
+    from kernelwright.judge.sandbox import autotuning
+    from kernelwright.judge.sandbox.launches import LaunchCounter
 
     assert autotuning.shortlist_at_timing_turns()
     counter = LaunchCounter(None)

@@ -6,7 +6,7 @@ import struct
 import pytest
 import torch
 
-from kernelwright.judge.wire import WireError, decode, encode
+from kernelwright.judge.common.wire import WireError, decode, encode
 
 HEADER = struct.Struct("<Q")
 
@@ -189,7 +189,7 @@ def _pipe():
 def test_read_frame_reads_what_connection_send_bytes_writes():
     from multiprocessing.connection import Connection
 
-    from kernelwright.judge.wire import read_frame
+    from kernelwright.judge.common.wire import read_frame
 
     a, b = _pipe()
     sender = Connection(a.detach())
@@ -211,7 +211,7 @@ def test_read_frame_reads_what_connection_send_bytes_writes():
 
 
 def test_read_frame_refuses_an_oversized_frame_without_reading_it():
-    from kernelwright.judge.wire import read_frame
+    from kernelwright.judge.common.wire import read_frame
 
     a, b = _pipe()
     a.sendall(struct.pack("!i", -1) + struct.pack("!Q", 5 << 30))
@@ -226,7 +226,7 @@ def test_half_a_frame_then_silence_times_out(monkeypatch):
     of a reply and stops must not hold the judge forever."""
     import time
 
-    from kernelwright.judge import wire
+    from kernelwright.judge.common import wire
 
     monkeypatch.setattr(wire, "FRAME_GRACE_S", 0.3)
     a, b = _pipe()

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..config import Config, ConfigError, SettingSpec, load_config, register, register_table
-from ..judge.hardware import MATH_ALIASES, SPECS, DeviceSpec, GPUSpec, spec_by_name, spec_for
+from ..judge.common.hardware import MATH_ALIASES, SPECS, DeviceSpec, GPUSpec, spec_by_name, spec_for
 
 __all__ = ["GPUSpec", "detect_gpu", "gpu_overrides", "gpu_spec_text", "gpu_table_markdown", "knowledge_text",
            "triton_guide", "normalize_backend", "KNOWLEDGE_DIR"]

@@ -274,7 +274,7 @@ def _judge_pool(spec, in_flight: int | None = None):
     """A worker per task-run in flight, up to the judge's default per device: more would only
     start processes that wait."""
     from ..judge import JudgeOptions, JudgePool, detect_backend
-    from ..judge.pool import default_workers_per_device
+    from ..judge.coordinator.backend import default_workers_per_device
 
     backend, count = detect_backend(spec.device)
     in_flight = in_flight or len(spec.task_refs) * spec.settings.runs

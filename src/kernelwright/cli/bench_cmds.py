@@ -105,7 +105,7 @@ def _concurrency(spec, asked: int | None) -> int:
     if asked:
         return asked
     from ..judge import detect_backend
-    from ..judge.pool import default_workers_per_device
+    from ..judge.coordinator.backend import default_workers_per_device
 
     backend, count = detect_backend(spec.device)
     workers = count if backend == "cpu" else count * default_workers_per_device(count)

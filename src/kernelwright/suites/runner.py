@@ -192,7 +192,7 @@ def stale_reason(record: Record, sha: str | None, key: str | None) -> str | None
 
 def expected_items(task: Task, max_perf_cases: int | None = None) -> int:
     """A task's size as known before judging it: its test items plus the perf cases to be timed."""
-    from ..judge.timing import perf_subset  # the judge's own choice of what is timed
+    from ..judge.worker.timing import perf_subset  # the judge's own choice of what is timed
 
     return len(task.correctness_cases) + len(perf_subset(len(task.perf_cases), max_perf_cases))
 
@@ -201,7 +201,7 @@ def expected_cost(task: Task, path: Path, max_perf_cases: int | None = None) -> 
     """How long a task will keep a worker, in test items, as read before judging it: its items,
     plus half an item per autotuning config its files declare (each one is compiled before it
     is tried; a config compiles in about 1 s, an item takes about 2)."""
-    from ..judge.static import autotune_configs
+    from ..judge.coordinator.static import autotune_configs
 
     configs = 0
     for source in {path, task.reference_impl} - {None}:

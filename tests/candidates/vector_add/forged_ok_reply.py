@@ -9,8 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelwright.judge import wire
-from kernelwright.judge.digests import tensor_digests
+from kernelwright.judge.common import wire
+from kernelwright.judge.common.digests import tensor_digests
 
 
 @triton.jit

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelwright.judge.gpulock import lock_base
+from kernelwright.judge.common.gpulock import lock_base
 
 
 @triton.jit

@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelwright.judge import wire
+from kernelwright.judge.common import wire
 
 
 @triton.jit

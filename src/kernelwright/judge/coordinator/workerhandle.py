@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .backend import DeviceUnavailable
-from .privdir import ENV as PRIVATE_DIR_ENV
-from .privdir import ensure_private, private_dir
+from ..common.privdir import ENV as PRIVATE_DIR_ENV
+from ..common.privdir import ensure_private, private_dir
 from .workerenv import worker_environment
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class WorkerHandle:
             env["HIP_VISIBLE_DEVICES"] = ids[index] if ids else str(index)
         ours, theirs = Pipe(duplex=True)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kernelwright.judge.worker", "--fd", str(theirs.fileno()),
+            [sys.executable, "-m", "kernelwright.judge.worker.process", "--fd", str(theirs.fileno()),
              "--device", "cpu" if backend == "cpu" else "cuda"],
             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, start_new_session=True,
         )

@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Callable, ContextManager, Iterator
 
-from .patching import wrap_once
+from .triton_hooks import wrap_once
 
 
 class CompileWatch:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import wire
+from ..common import wire
 
 
 class Outputs(list):

@@ -30,9 +30,9 @@ import os
 import time
 from typing import Callable
 
-from . import procs
+from ..common import procs
 from .failures import CaseFailed
-from .lockholders import gpu_lock_holders
+from ..common.lockholders import gpu_lock_holders
 
 # A hold must be seen twice this far apart: a child's watcher thread may test the turnstile for an
 # instant just as its hold ends (`SharedHold._watch`), which is no hold.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .failures import CaseFailed
 from .timing import RETIME_ROUNDS, idle_cpu_exceeded
-from .verdict import output_name
+from ..common.verdict import output_name
 
 
 def reference_varies_note(varied: int) -> str:

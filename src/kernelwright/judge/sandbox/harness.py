@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from . import autotuning, wire
+from . import autotuning
+from ..common import wire
 from .compilewatch import CompileWatch, both
 from .errors import error_reply
-from .footprint import proc_status_bytes
-from .gpulock import SharedHold, release_during_compile, yield_at_launches
+from ..common.footprint import proc_status_bytes
+from ..common.gpulock import SharedHold, release_during_compile, yield_at_launches
 from .launches import LaunchCounter
 from .outputs import Outputs, tensor_meta
 from .poison import PoisonSwitch, poison_free_memory
@@ -314,7 +315,7 @@ class Harness(TimedRequests):
     def op_load(self, msg: dict) -> None:
         try:
             if msg.get("task_ref"):  # a spare is forked before its task is known
-                from ..tasks import load_task_ref
+                from ...tasks import load_task_ref
 
                 self.task = load_task_ref(msg["task_ref"])
             self._load(msg)

@@ -21,9 +21,9 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import NoReturn
 
-from . import procs
-from .candidate_harness import CandidateHarness
-from .reference_harness import ReferenceHarness
+from ..common import procs
+from .candidate import CandidateHarness
+from .reference import ReferenceHarness
 
 # On this signal faulthandler writes every thread's stack to the log (the worker sends it before
 # killing a child that ran out of time). Not SIGUSR1: a reference stuck in Triton's LLVM stage on

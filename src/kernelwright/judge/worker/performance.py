@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import time
 
-from . import procs
-from .checks import (check_candidate_block, check_escape_gap, check_idle_cpu, check_roofline, check_warmup,
-                     patched_failure, timing_mismatch)
+from ..common import procs
+from .checks import check_candidate_block, check_escape_gap, check_idle_cpu, check_roofline, check_warmup, patched_failure, timing_mismatch
 from .failures import ask, child_failure
-from .hardware import roofline_ms, spec_for
-from .judging import Judging
+from ..common.hardware import roofline_ms, spec_for
+from .state import Judging
 from .spotcheck import check_timed_configuration, spot_check
-from .timing import (BLOCK_SPREAD_LIMIT, RETIME_ROUNDS, block_plan, call_estimate_ms, disturbed_sides, flush_bytes,
-                     gap_limit_ms, gap_readings, gap_tries, idle_wait_s, input_sets, phase_seconds, reference_first,
-                     replace_seed, retime_decision, timing_order, wall_clock_excess)
-from .verdict import CaseResult
+from .timing import BLOCK_SPREAD_LIMIT, RETIME_ROUNDS, block_plan, call_estimate_ms, disturbed_sides, flush_bytes, gap_limit_ms, gap_readings, gap_tries, idle_wait_s, input_sets, phase_seconds, reference_first, replace_seed, retime_decision, timing_order, wall_clock_excess
+from ..common.verdict import CaseResult
 
 STAGE = "performance"
 

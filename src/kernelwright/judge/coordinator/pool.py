@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..tasks import Task
+from ...tasks import Task
 from .backend import DeviceUnavailable, default_workers_per_device, detect_backend
-from .gpulock import MAX_LOCK_CREDIT_S
-from .privdir import ensure_private, private_dir
+from ..common.gpulock import MAX_LOCK_CREDIT_S
+from ..common.privdir import ensure_private, private_dir
 from .static import MAX_SOURCE_BYTES, check_source
-from .verdict import JUDGE_ERROR, Verdict
+from ..common.verdict import JUDGE_ERROR, Verdict
 from .workerhandle import WorkerHandle, WorkerLost, remove_worker_caches, sweep_stale
 
 
@@ -413,7 +413,7 @@ def protect_coordinator() -> None:
     could otherwise read `/proc/<coordinator>/environ` (the API keys the agent was started with)
     and its memory. The cost: no core dumps of this process, and a debugger or py-spy needs root
     to attach. KERNELWRIGHT_KEEP_DUMPABLE=1 keeps it as it is (for debugging the coordinator)."""
-    from .procs import make_undumpable
+    from ..common.procs import make_undumpable
 
     if os.environ.get("KERNELWRIGHT_KEEP_DUMPABLE", "") in ("", "0"):
         make_undumpable()

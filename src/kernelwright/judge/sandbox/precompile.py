@@ -21,8 +21,8 @@ import contextlib
 import os
 from typing import Any, Callable, ContextManager
 
-from .envknobs import env_numbers
-from .patching import wrap_once
+from ..common.knobs import env_numbers
+from .triton_hooks import wrap_once
 
 # Threads per process. Workers' processes compile at the same time as each other, so one
 # process does not take every core; KERNELWRIGHT_COMPILE_THREADS=1 turns this off.

@@ -24,9 +24,9 @@ import threading
 import time
 from typing import Any, Callable
 
-from .envknobs import env_numbers
+from .knobs import env_numbers
 from .lockholders import lock_holders
-from .patching import wrap_once
+from ..sandbox.triton_hooks import wrap_once
 
 
 def _writer_patience() -> float:

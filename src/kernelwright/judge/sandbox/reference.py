@@ -11,9 +11,8 @@ import traceback
 from typing import Any, Callable
 
 from . import errors
-from .digests import tensor_digests
-from .footprint import (ProblemTooLarge, candidate_reply_need, gib, host_memory_available, max_reply_bytes,
-                        memory_need)
+from ..common.digests import tensor_digests
+from ..common.footprint import ProblemTooLarge, candidate_reply_need, gib, host_memory_available, max_reply_bytes, memory_need
 from .harness import Harness, SpotCall
 from .launches import LaunchCounter
 from .outputs import Outputs, flatten_outputs, tensor_meta

@@ -8,8 +8,8 @@ import os
 import weakref
 from typing import Any
 
-from .envknobs import env_numbers
-from .patching import wrap_once
+from ..common.knobs import env_numbers
+from .triton_hooks import wrap_once
 
 
 def _tuning_ms_from_env() -> tuple[float, float]:

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Callable
 
-from .digests import tensor_digests
+from ..common.digests import tensor_digests
 from .harness import Harness, SpotCall
 from .launches import LaunchCounter
 from .outputs import Outputs, flatten_outputs

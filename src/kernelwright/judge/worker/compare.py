@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .verdict import output_name
+from ..common.verdict import output_name
 
 
 @dataclass

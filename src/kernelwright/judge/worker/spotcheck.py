@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import time
 
-from .channel import running_limit
+from .child_process import running_limit
 from .checks import check_spot
 from .correctness import INTERPRETER_SKIP, INTERPRETER_UNSUPPORTED
 from .failures import CaseFailed, CaseNotOfTask, CaseSkipped, JudgeError, ask, retry_alone
-from .judging import Judging
+from .state import Judging
 from .timing import perf_subset
-from .tracing import trace
-from .verdict import CaseResult
+from ..common.tracing import trace
+from ..common.verdict import CaseResult
 
 
 def check_perf_cases(worker, j: Judging) -> dict[int, float | None]:
@@ -56,7 +56,7 @@ def spot_check(worker, j: Judging, pi: int) -> None:
     reference is probed for outputs it leaves undefined only when the first comparison fails:
     probing runs it twice more at perf size, and a suite's references are mostly well behaved
     (the probes tripled the reference's share of the perf-size checks)."""
-    from .messages import ReferenceSpot, Skipped
+    from ..common.messages import ReferenceSpot, Skipped
 
     task, opts = j.task, j.opts
     label = f"perf case {task.perf_cases[pi].label}"

@@ -14,7 +14,7 @@ timing turn), and the verdict's beginning and end (`Judging`). The stages are `c
 `spotcheck` and `performance`; the pipe to a child is `channel`; failures and the retry policy
 are `failures`.
 
-Started by the coordinator (`pool.py`) as `python -m kernelwright.judge.worker --fd N --device D`.
+Started by the coordinator (`pool.py`) as `python -m kernelwright.judge.worker.process --fd N --device D`.
 """
 
 from __future__ import annotations
@@ -30,17 +30,18 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import footprint, lockguard, lockholders, procs
-from .channel import ChildFailure, ChildProcess
+from ..common import footprint, lockholders, procs
+from . import lockguard
+from .child_process import ChildFailure, ChildProcess
 from .correctness import CorrectnessStage
 from .failures import CaseFailed, JudgeError, ProbeFailed, ask, error_kind
-from .footprint import proc_status_bytes
-from .gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
-from .judging import Judging
+from ..common.footprint import proc_status_bytes
+from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
+from .state import Judging
 from .performance import run_performance
 from .spotcheck import check_perf_cases
-from .tracing import TRACE, trace
-from .verdict import Verdict
+from ..common.tracing import TRACE, trace
+from ..common.verdict import Verdict
 
 
 # The longest a worker waits for its timing turn during a verdict (the most a child's queueing is
@@ -234,7 +235,7 @@ class Worker:
         return child
 
     def _load_reference(self, child: ChildProcess, task, baseline_path: str | None, timeout: float) -> None:
-        from .messages import ErrorReply, MessageError, parse_reply
+        from ..common.messages import ErrorReply, MessageError, parse_reply
 
         try:
             child.ready(timeout)
@@ -315,7 +316,7 @@ class Worker:
 
     # -- the cascade ------------------------------------------------------------------------
     def judge(self, request: dict) -> dict:
-        from ..tasks import load_task_ref
+        from ...tasks import load_task_ref
 
         task = load_task_ref(request["task_ref"])
         started = time.monotonic()
@@ -425,7 +426,7 @@ class Worker:
     def _memory_report(self, ref: ChildProcess | None, cand: ChildProcess | None, opts) -> dict:
         """Peak memory of each process of this verdict (`JudgeOptions.measure_memory`): each
         child's own report (a child that died or failed to answer has none), and this worker's."""
-        from .messages import MemoryReport, MessageError, parse_reply
+        from ..common.messages import MemoryReport, MessageError, parse_reply
 
         report: dict[str, Any] = {}
         for name, child in (("reference", ref), ("candidate", cand)):
