@@ -98,6 +98,7 @@ def test_a_child_holds_the_gpu_shared_around_its_work_but_not_while_compiling(mo
     import triton.compiler
 
     from kernelwright.judge.common import gpulock
+    from kernelwright.judge.sandbox import triton_hooks
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -112,8 +113,8 @@ def test_a_child_holds_the_gpu_shared_around_its_work_but_not_while_compiling(mo
 
     monkeypatch.setattr(triton.compiler, "compile", fake_compile)
     hold = gpulock.SharedHold("cuda", lambda: synced.append(True))
-    assert gpulock.release_during_compile(hold)
-    assert gpulock.release_during_compile(hold)  # installing twice wraps once
+    assert triton_hooks.release_during_compile(hold)
+    assert triton_hooks.release_during_compile(hold)  # installing twice wraps once
 
     assert _exclusive_now(lock_file)
     with hold.hold(True):
@@ -138,6 +139,7 @@ def test_a_waiting_timing_turn_gets_the_gpu_while_a_check_compiles(monkeypatch, 
     import triton.compiler
 
     from kernelwright.judge.common import gpulock
+    from kernelwright.judge.sandbox import triton_hooks
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -152,7 +154,7 @@ def test_a_waiting_timing_turn_gets_the_gpu_while_a_check_compiles(monkeypatch, 
 
     monkeypatch.setattr(triton.compiler, "compile", slow_compile)
     hold = gpulock.SharedHold("cuda", lambda: None)
-    gpulock.release_during_compile(hold)
+    triton_hooks.release_during_compile(hold)
 
     def writer():
         assert compiling.wait(5)
@@ -312,12 +314,13 @@ def test_a_stretch_that_starts_after_a_compile_says_so(monkeypatch, tmp_path):
     import triton.compiler
 
     from kernelwright.judge.common import gpulock
+    from kernelwright.judge.sandbox import triton_hooks
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     monkeypatch.setattr(triton.compiler, "compile", lambda src, **kwargs: f"compiled {src}")
     hold = gpulock.SharedHold("cuda", lambda: None)
-    assert gpulock.release_during_compile(hold)
+    assert triton_hooks.release_during_compile(hold)
     hold.doing = "candidate spot of case 0: the call"
     with hold.hold(True):
         triton.compiler.compile("k", target=None)
@@ -393,6 +396,7 @@ def test_a_kernels_launcher_is_built_outside_the_lock(monkeypatch, tmp_path):
     from triton.compiler.compiler import CompiledKernel
 
     from kernelwright.judge.common import gpulock
+    from kernelwright.judge.sandbox import triton_hooks
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -409,8 +413,8 @@ def test_a_kernels_launcher_is_built_outside_the_lock(monkeypatch, tmp_path):
     monkeypatch.setattr(CompiledKernel, "_init_handles", fake_init_handles)
     synced = []
     hold = gpulock.SharedHold("cuda", lambda: synced.append(True))
-    assert gpulock.release_during_compile(hold)
-    assert gpulock.release_during_compile(hold)  # installing twice wraps once
+    assert triton_hooks.release_during_compile(hold)
+    assert triton_hooks.release_during_compile(hold)  # installing twice wraps once
 
     class Kernel:
         module = None
@@ -430,6 +434,7 @@ def test_nothing_is_let_go_inside_a_cuda_graph_capture(monkeypatch, tmp_path):
     import triton.compiler
 
     from kernelwright.judge.common import gpulock
+    from kernelwright.judge.sandbox import triton_hooks
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"lock-test-{time.time_ns()}")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -439,7 +444,7 @@ def test_nothing_is_let_go_inside_a_cuda_graph_capture(monkeypatch, tmp_path):
     capturing = [True]
     synced = []
     hold = gpulock.SharedHold("cuda", lambda: synced.append(True), can_yield=lambda: not capturing[0])
-    gpulock.release_during_compile(hold)
+    triton_hooks.release_during_compile(hold)
     with hold.hold(True):
         triton.compiler.compile("k")
         capturing[0] = False

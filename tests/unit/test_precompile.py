@@ -18,7 +18,7 @@ pytest.importorskip("triton.runtime._async_compile")
 from triton.runtime import _async_compile  # noqa: E402
 from triton.runtime.autotuner import Autotuner  # noqa: E402
 
-from kernelwright.judge.sandbox import precompile  # noqa: E402
+from kernelwright.judge.sandbox import precompile, triton_hooks  # noqa: E402
 
 COMPILE_S = 0.3
 
@@ -77,7 +77,7 @@ def installed(monkeypatch):
         yield
         events.append("taken again")
 
-    assert precompile.compile_configs_in_parallel(released, threads=4)
+    assert triton_hooks.compile_configs_in_parallel(released, threads=4)
     return events
 
 
@@ -116,9 +116,9 @@ def test_nothing_is_compiled_ahead_outside_a_real_benchmark(installed, n, kwargs
 def test_one_thread_or_the_interpreter_changes_nothing(monkeypatch):
     monkeypatch.setattr(Autotuner, "prune_configs", Autotuner.prune_configs)
     original = Autotuner.prune_configs
-    assert not precompile.compile_configs_in_parallel(contextlib.nullcontext, threads=1)
+    assert not triton_hooks.compile_configs_in_parallel(contextlib.nullcontext, threads=1)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert not precompile.compile_configs_in_parallel(contextlib.nullcontext, threads=4)
+    assert not triton_hooks.compile_configs_in_parallel(contextlib.nullcontext, threads=4)
     assert Autotuner.prune_configs is original
 
 
@@ -159,7 +159,7 @@ REAL_TRITON = textwrap.dedent("""
 
     triton.compiler.compile = compile
     import contextlib
-    from kernelwright.judge.sandbox.precompile import compile_configs_in_parallel
+    from kernelwright.judge.sandbox.triton_hooks import compile_configs_in_parallel
     assert compile_configs_in_parallel(contextlib.nullcontext, threads=2)
 
     @triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in (64, 128) for w in (2, 4)],

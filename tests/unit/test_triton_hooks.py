@@ -14,9 +14,10 @@ SCRIPT = textwrap.dedent("""
     import triton
     import triton.language as tl
     from kernelwright.judge.sandbox.autotuning import TuningBench
+    from kernelwright.judge.sandbox import triton_hooks
     from kernelwright.judge.sandbox.launches import LaunchCounter
 
-    LaunchCounter(None).install()
+    triton_hooks.count_launches(LaunchCounter(None))
 
     @triton.jit
     def k(x_ptr):
@@ -49,7 +50,7 @@ def test_default_and_cuda_graph_tuners_get_the_short_budget_and_stated_ones_are_
 LAUNCH_SCRIPT = textwrap.dedent("""
     import triton
     import triton.language as tl
-    from kernelwright.judge.common.gpulock import yield_at_launches
+    from kernelwright.judge.sandbox.triton_hooks import yield_at_launches
 
     class Hold:
         looked = 0
@@ -142,12 +143,13 @@ SHORTLIST = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import triton
     import triton.language as tl
-    from kernelwright.judge.sandbox import autotuning
+    from kernelwright.judge.sandbox import autotuning, triton_hooks
+    from kernelwright.judge.sandbox import triton_hooks
     from kernelwright.judge.sandbox.launches import LaunchCounter
 
-    assert autotuning.shortlist_at_timing_turns()
+    assert triton_hooks.shortlist_at_timing_turns()
     counter = LaunchCounter(None)
-    counter.install()
+    triton_hooks.count_launches(counter)
 
     @triton.autotune(configs=[triton.Config({"B": b}) for b in range(20)], key=["n"])
     @triton.jit

@@ -388,9 +388,3 @@ class Retriever:
         return out
 
 
-def corpus_digest(corpus: Corpus) -> str:
-    """A short hash of the corpus contents (for run records)."""
-    h = hashlib.sha256()
-    for ex in corpus:
-        h.update(ex.name.encode() + b"\0" + ex.code.encode() + b"\0")
-    return h.hexdigest()[:16]

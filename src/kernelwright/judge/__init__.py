@@ -5,10 +5,24 @@ Trusted side: `pool` (coordinator, static stage), `worker` (cascade, comparisons
 imports the candidate). `wire` is the format of the private channel between them.
 """
 
-from .coordinator.pool import DeviceUnavailable, JudgeOptions, JudgePool, PoolClosed, detect_backend, judge_file
-from .common.verdict import FAILURE_KINDS, JUDGE_ERROR, PASSED, STAGES, CaseResult, FailureKind, Verdict
+from .common.verdict import (
+    FAILURE_KINDS,
+    JUDGE_ERROR,
+    PASSED,
+    STAGES,
+    CaseResult,
+    FailureKind,
+    Verdict,
+)
+from .coordinator.pool import (
+    DeviceUnavailable,
+    JudgeOptions,
+    JudgePool,
+    PoolClosed,
+    detect_backend,
+)
 
 __all__ = [
     "CaseResult", "DeviceUnavailable", "FAILURE_KINDS", "FailureKind", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "PoolClosed", "STAGES",
-    "Verdict", "detect_backend", "judge_file",
+    "Verdict", "detect_backend",
 ]

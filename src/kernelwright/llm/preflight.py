@@ -77,17 +77,6 @@ def check_device(device: str = "auto") -> CheckResult:
                                        f"({count} device{'s' * (count > 1)}, {build})")
 
 
-def check_gpu() -> CheckResult:
-    """For callers that need a GPU: FAIL without one (`check_device("auto")` accepts the CPU)."""
-    try:
-        import torch
-
-        backend = "hip" if torch.version.hip else "cuda"
-    except ImportError:
-        backend = "cuda"
-    return check_device(backend)
-
-
 def check_triton() -> CheckResult:
     try:
         import triton

@@ -24,6 +24,9 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
+from .model import TaskFileError
+from .validate import make_inputs
+
 # kind -> what its inputs must show (the evidence check), in words for the messages and docs
 KINDS: dict[str, str] = {
     "large-magnitude": "an input with |x| >= 100 (past float32 exp overflow at 88.7)",
@@ -163,7 +166,6 @@ def _shows(kind: str, tensors: list[torch.Tensor]) -> bool:
 
 def evidence_problems(task: Any, seed: int = 0) -> list[str]:
     """Marked hidden cases whose inputs (built on the CPU with `seed`) do not show their kind."""
-    from .validate import make_inputs  # validate imports this module's users lazily; no cycle at import
 
     problems = []
     for case in task.hidden_cases:
@@ -238,5 +240,18 @@ def hostile_cast(x: torch.Tensor, dtype: Any) -> torch.Tensor:
     return wide[..., :n]
 
 
-__all__ = ["KINDS", "LARGE_MAGNITUDE", "LONG_ROW", "REQUIRED_BY_TAG", "case_kinds", "coverage_problems",
+def check_hostile_evidence(task: Any) -> None:
+    """Raise `TaskFileError(path, "hostile cases: ...")` if a hidden case marked `hostile=KIND`
+    builds inputs (on the CPU, seed 0) that do not show that kind (see `kernelwright.tasks.hostile`)."""
+    try:
+        problems = evidence_problems(task)
+    except TaskFileError:
+        raise
+    except Exception as exc:  # the task's own make_inputs failed on a hostile case
+        raise TaskFileError(task.source_path, f"make_inputs failed on a hostile case: {type(exc).__name__}: {exc}") from exc
+    if problems:
+        raise TaskFileError(task.source_path, "hostile cases: " + "; ".join(problems))
+
+
+__all__ = ["KINDS", "LARGE_MAGNITUDE", "LONG_ROW", "REQUIRED_BY_TAG", "case_kinds", "check_hostile_evidence", "coverage_problems",
            "evidence_problems", "hostile_cast", "hostile_rows", "required_kinds"]

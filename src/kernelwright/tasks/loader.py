@@ -14,22 +14,15 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .model import KNOWN_DTYPES, Case, EntryPoint, Task, Tolerance
+from .hostile import check_hostile_evidence, coverage_problems
+from .model import KNOWN_DTYPES, Case, EntryPoint, Task, TaskFileError, Tolerance
+from .validate import check_not_degenerate
 
 REQUIRED = ("name", "instruction", "entry_point", "make_inputs", "reference", "visible_cases")
 OPTIONAL = (
     "hidden_cases", "perf_cases", "tolerances", "cost", "triton_reference", "deterministic",
     "reference_in_float64", "difficulty", "tags", "mutable_args", "numerics",
 )
-
-
-class TaskFileError(ValueError):
-    """A task file is missing, cannot be imported, or does not describe a valid task."""
-
-    def __init__(self, path: Path | str, problem: str) -> None:
-        self.path = Path(path)
-        self.problem = problem
-        super().__init__(f"{self.path}: {problem}")
 
 
 _loaded: dict[Path, Task] = {}
@@ -51,7 +44,6 @@ def load_task_file(path: Path | str, check_degenerate: bool = True) -> Task:
     module = _import(path)
     task = _build(path, module)
     if check_degenerate:
-        from .validate import check_hostile_evidence, check_not_degenerate
 
         check_not_degenerate(task)
         check_hostile_evidence(task)
@@ -170,7 +162,6 @@ def _build(path: Path, module: Any) -> Task:
         numerics = (numerics,)
     if not isinstance(numerics, (tuple, list, set, frozenset)) or not all(isinstance(k, str) for k in numerics):
         raise fail('numerics must be a tuple of hostile-case kinds, e.g. ("large-magnitude", "constant-rows")')
-    from .hostile import coverage_problems
 
     problems = coverage_problems(tags, sorted(numerics) if isinstance(numerics, (set, frozenset)) else numerics,
                                  visible, hidden)

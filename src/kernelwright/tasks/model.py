@@ -207,9 +207,6 @@ class Task:
         atol, rtol = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))  # integers: exact
         return Tolerance(atol, rtol)
 
-    def smallest_case(self) -> Case:
-        return self.visible_cases[0]
-
     def public_view(self) -> dict[str, Any]:
         """What a generator may see: never the hidden cases."""
         return {
@@ -239,3 +236,12 @@ class Task:
             "difficulty": self.difficulty,
             "tags": list(self.tags),
         }
+
+
+class TaskFileError(ValueError):
+    """A task file is missing, cannot be imported, or does not describe a valid task."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path = Path(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")

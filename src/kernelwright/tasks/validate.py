@@ -12,10 +12,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .model import Case, Task
-
-# TaskFileError is imported inside the functions: loader.py may import this module to run the
-# check on every load, and a module-level import back into loader would be circular.
+from .model import Case, Task, TaskFileError
 
 # Seeds for the two runs that must give different outputs; any two distinct seeds would do.
 DEGENERACY_SEEDS = (0, 1)
@@ -44,8 +41,6 @@ def make_inputs(task: Task, case: Case, seed: int, device: str | torch.device = 
     gen.manual_seed(seed)
     args = task.make_inputs(case, gen)
     if not isinstance(args, tuple):
-        from .loader import TaskFileError
-
         raise TaskFileError(task.source_path, f"make_inputs must return a tuple of arguments, got {type(args).__name__}")
     return args
 
@@ -101,8 +96,6 @@ def _same(a: tuple, b: tuple) -> bool:
 
 def degeneracy_problems(task: Task, cases: Sequence[Case] | None = None) -> list[str]:
     """Everything degenerate about the task's reference on `cases` (default: first two visible)."""
-    from .loader import TaskFileError
-
     if cases is None:
         cases = task.visible_cases[:2]
     problems: list[str] = []
@@ -126,28 +119,10 @@ def check_not_degenerate(task: Task, cases: Sequence[Case] | None = None) -> Non
 
     Runs on the CPU; the smallest case (the first visible one) should be small enough for that.
     """
-    from .loader import TaskFileError
-
     problems = degeneracy_problems(task, cases)
     if problems:
         raise TaskFileError(task.source_path, "degenerate: " + "; ".join(problems))
 
 
-def check_hostile_evidence(task: Task) -> None:
-    """Raise `TaskFileError(path, "hostile cases: ...")` if a hidden case marked `hostile=KIND`
-    builds inputs (on the CPU, seed 0) that do not show that kind (see `kernelwright.tasks.hostile`)."""
-    from .hostile import evidence_problems
-    from .loader import TaskFileError
-
-    try:
-        problems = evidence_problems(task)
-    except TaskFileError:
-        raise
-    except Exception as exc:  # the task's own make_inputs failed on a hostile case
-        raise TaskFileError(task.source_path, f"make_inputs failed on a hostile case: {type(exc).__name__}: {exc}") from exc
-    if problems:
-        raise TaskFileError(task.source_path, "hostile cases: " + "; ".join(problems))
-
-
-__all__ = ["as_tuple", "check_hostile_evidence", "check_not_degenerate", "degeneracy_problems", "make_inputs", "run_reference",
+__all__ = ["as_tuple", "check_not_degenerate", "degeneracy_problems", "make_inputs", "run_reference",
            "upcast_inputs"]

@@ -1,9 +1,13 @@
-"""Digests of tensors, computed where they live: the harness reports a call's inputs after the call
-as digests (never the inputs themselves), and the worker compares the two sides' digests."""
+"""When two tensors are the same: digests computed where they live (the harness reports a call's
+inputs after the call as digests, never the inputs themselves, and the worker compares the two
+sides' digests), and bitwise equality (both sides: the worker's cached-result and repeat checks,
+the reference child's probes of poisoned memory)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import torch
 
 from . import wire
 
@@ -60,3 +64,26 @@ def tensor_digest(torch, t: Any) -> str:
 def tensor_digests(torch, tensors: list) -> list[str]:
     return [tensor_digest(torch, t) for t in tensors]
 
+
+def identical(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    """Bitwise equality (NaNs with the same bits are equal)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.numel() and not bitwise_equal(x, y):
+            return False
+    return True
+
+
+def bitwise_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Same bytes, compared through the widest integer view that fits (torch.equal over int64 is
+    seven times faster than over bytes on CPU: 29 ms against 200 ms for 128 MiB)."""
+    x, y = x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8)
+    if x.numel() != y.numel():
+        return False
+    for dtype, size in ((torch.int64, 8), (torch.int32, 4), (torch.int16, 2)):
+        if x.numel() % size == 0 and x.data_ptr() % size == 0 and y.data_ptr() % size == 0:
+            return torch.equal(x.view(dtype), y.view(dtype))
+    return torch.equal(x, y)

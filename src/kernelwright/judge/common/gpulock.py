@@ -22,11 +22,11 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from .knobs import env_numbers
 from .lockholders import lock_holders
-from ..sandbox.triton_hooks import wrap_once
+from .privdir import lock_base
 
 
 def _writer_patience() -> float:
@@ -56,16 +56,6 @@ MAX_LOCK_CREDIT_S = 900.0  # queueing for the GPU that a child may add to one ti
 # signal, whose handler takes the look between two bytecodes. KERNELWRIGHT_NO_NUDGE=1 turns it off.
 NUDGE_AFTER_S = 0.1
 NUDGE_SIGNAL = signal.SIGRTMIN + 3 if hasattr(signal, "SIGRTMIN") else None
-
-
-def lock_base() -> str:
-    """This GPU's lock files, in the judge's private directory (0700, owned by this user: see
-    `privdir`), not in world-writable /tmp where another user could hold them or plant symlinks.
-    Every judge process of this user agrees on it (the pool passes it to its workers)."""
-    from .privdir import private_dir
-
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES") or "0"
-    return os.path.join(private_dir(), f"gpu-{visible.replace(',', '_').replace(os.sep, '_')}")
 
 
 def _open_lock_files():
@@ -380,54 +370,3 @@ class SharedHold:
         return stats
 
 
-def yield_at_launches(hold: SharedHold) -> bool:
-    """Wrap the launch path of every Triton JIT function (`JITFunction.run`, which autotuners and
-    heuristics reach too) so a shared holder checks for a waiting timing turn before each launch.
-    Returns False when this Triton has no such class."""
-    try:
-        from triton.runtime.jit import JITFunction
-    except ImportError:
-        return False
-
-    def make(original):
-        def run(self, *args, **kwargs):
-            hold.yield_if_timer_waits()
-            return original(self, *args, **kwargs)
-        return run
-
-    return wrap_once(JITFunction, "run", "_kernelwright_yields", make)
-
-
-def release_during_compile(hold: SharedHold) -> bool:
-    """Wrap `triton.compiler.compile` (looked up by every JIT function when it first binds, hence
-    before any kernel of this process is compiled) so compilation runs outside the GPU lock, and
-    `CompiledKernel._init_handles`, which builds the kernel's launcher and loads its binary at its
-    first run. The launcher is a C extension that Triton compiles with the system's C compiler,
-    after `compile` has returned, so it was built under the lock. That is the first suspect for
-    the checks that held the GPU for 20-60 s on a kernel's first use while timing turns waited
-    (TritonBench on the H200: log_softmax's 32768 case took 58.6 s in the reference process and
-    0.6 s in the candidate process, which found the same code in Triton's caches). Returns False
-    when this Triton has no `compile` (the lock is then kept while compiling)."""
-    try:
-        import triton.compiler as compiler
-        from triton.compiler.compiler import CompiledKernel
-    except ImportError:
-        return False
-    # a kernel already loaded has nothing to build: its launches go straight through
-    _unlock_around(CompiledKernel, "_init_handles", hold,
-                   when=lambda kernel: getattr(kernel, "module", None) is None)
-    return _unlock_around(compiler, "compile", hold)
-
-
-def _unlock_around(owner: Any, name: str, hold: SharedHold, when: Callable[..., bool] = lambda *a: True) -> bool:
-    """Replace `owner.name` with a wrapper that runs it under `hold.compiling()` (when `when(*args)`
-    says so). Wraps once; False when `owner` has no such attribute."""
-    def make(original):
-        def unlocked(*args, **kwargs):
-            if not when(*args):
-                return original(*args, **kwargs)
-            with hold.compiling():
-                return original(*args, **kwargs)
-        return unlocked
-
-    return wrap_once(owner, name, "_kernelwright_unlocked", make)

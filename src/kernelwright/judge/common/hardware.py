@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-
 MATH_ALIASES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16",
                 "fp8": "float8", "float8_e4m3fn": "float8", "float8_e5m2": "float8", "i8": "int8",
                 "float8_e4m3fnuz": "float8", "float8_e5m2fnuz": "float8"}

@@ -9,6 +9,8 @@ from __future__ import annotations
 import fcntl
 import os
 
+from .privdir import lock_base
+
 
 def lock_holders(lock) -> list[str]:
     """The processes holding `lock` (an open lock file), each with what it is doing as far as the
@@ -75,8 +77,6 @@ def flocks_listed() -> bool:
 def _gpu_lock_table() -> tuple[dict[str, int], list[tuple[int, int, bool]]] | None:
     """(inode of each of this GPU's lock files that exists, by suffix; the flock table), or None
     when it cannot be known (no lock files yet, /proc/locks not listing flocks)."""
-    from .gpulock import lock_base
-
     base = lock_base()
     inodes = {}
     for name in (".lock", ".turnstile"):

@@ -60,6 +60,9 @@ def private_dir() -> Path:
         return ensure_private(Path.home() / ".cache" / "kernelwright" / f"judge-{os.getuid()}")
 
 
-def private_subdir(name: str) -> Path:
-    """A 0700 directory `name` inside the private directory."""
-    return ensure_private(private_dir() / name)
+def lock_base() -> str:
+    """This GPU's lock files, in the judge's private directory (0700, owned by this user: see
+    `ensure_private`), not in world-writable /tmp where another user could hold them or plant symlinks.
+    Every judge process of this user agrees on it (the pool passes it to its workers)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES") or "0"
+    return os.path.join(private_dir(), f"gpu-{visible.replace(',', '_').replace(os.sep, '_')}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 
-
 BACKENDS = ("auto", "cpu", "cuda", "hip")
 
 

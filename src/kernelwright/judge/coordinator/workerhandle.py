@@ -12,15 +12,12 @@ import sys
 import threading
 from multiprocessing import Pipe
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .backend import DeviceUnavailable
+from ..common.options import JudgeOptions
 from ..common.privdir import ENV as PRIVATE_DIR_ENV
 from ..common.privdir import ensure_private, private_dir
+from .backend import DeviceUnavailable
 from .workerenv import worker_environment
-
-if TYPE_CHECKING:
-    from .pool import JudgeOptions
 
 
 class WorkerLost(RuntimeError):

@@ -4,12 +4,10 @@ checks found fastest. Installed into Triton's `Autotuner` class for the whole pr
 
 from __future__ import annotations
 
-import os
 import weakref
 from typing import Any
 
 from ..common.knobs import env_numbers
-from .triton_hooks import wrap_once
 
 
 def _tuning_ms_from_env() -> tuple[float, float]:
@@ -114,79 +112,9 @@ def _note_check_tuning(tuner: Any, keys: list) -> None:
         by_key[key] = fastest
 
 
-def shortlist_at_timing_turns() -> bool:
-    """Wrap `Autotuner.run` (to rank what checks tune) and `Autotuner.prune_configs` (to try only
-    the shortlist once `forget_tuning` set it, outside checks). False without Triton's autotuner."""
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:
-        return False
-    # One gate for both wrappers: by a second call, precompile's wrapper may sit on top of our
-    # prune_configs and hide its mark.
-    if getattr(Autotuner.run, "_kernelwright_ranks", False):
-        return True
-
-    def make_run(original):
-        def run(self, *args, **kwargs):
-            if not _checking[0]:  # timed calls go through here: nothing added to them
-                return original(self, *args, **kwargs)
-            cache = getattr(self, "cache", None)
-            before = set(cache) if isinstance(cache, dict) else set()
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                cache = getattr(self, "cache", None)
-                if isinstance(cache, dict) and len(cache) > len(before):
-                    _note_check_tuning(self, [key for key in cache if key not in before])
-        return run
-
-    def make_prune(original):
-        def prune_configs(self, kwargs, *rest):
-            configs = original(self, kwargs, *rest)
-            by_key = getattr(self, "_kernelwright_shortlist", None)
-            if by_key and not _checking[0]:
-                keep = by_key.get(_autotune_key(self, kwargs))
-                if keep is None:  # a key the checks did not tune: the fastest of every key they did
-                    keep = set().union(*by_key.values())
-                shortlisted = [config for config in configs if id(config) in keep]
-                if shortlisted:  # (configs made anew by an early prune are not ours to filter)
-                    bench = getattr(self, "_do_bench", None)
-                    if isinstance(bench, TuningBench):
-                        bench.n_configs = len(shortlisted)  # the per-tuning budget spread over what is tried
-                    return shortlisted
-            return configs
-        return prune_configs
-
-    wrap_once(Autotuner, "prune_configs", "_kernelwright_shortlists", make_prune)
-    return wrap_once(Autotuner, "run", "_kernelwright_ranks", make_run)
-
-
 def set_checking(checking: bool) -> None:
     """Whether the request being answered shares the GPU (a check) or has it alone."""
     _checking[0] = checking
-
-
-def register_autotuners(tuners: weakref.WeakSet) -> None:
-    """Wrap `Autotuner.__init__`: every autotuner made from now on joins `tuners`, and one that did
-    not state its own benchmarker gets a TuningBench. Nothing without Triton's autotuner."""
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:
-        return
-    init = Autotuner.__init__
-
-    def register(self, *args, _init=init, **kwargs):
-        _init(self, *args, **kwargs)
-        tuners.add(self)
-        if os.environ.get("TRITON_INTERPRET") == "1":
-            return
-        n_configs = len(getattr(self, "configs", None) or ()) or 1
-        if getattr(self, "_do_bench", False) is None:
-            self._do_bench = TuningBench(n_configs)  # the default benchmarker, on a shorter budget
-        elif getattr(self, "use_cuda_graph", False) and getattr(self, "num_reps", 0) is None:
-            self._do_bench = TuningBench(n_configs, cuda_graph=True)  # CUDA-graph tuning, shorter
-
-    Autotuner.__init__ = register
 
 
 def forget_tuning(tuners: weakref.WeakSet) -> int:

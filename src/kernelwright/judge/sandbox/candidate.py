@@ -13,7 +13,6 @@ from typing import Callable
 
 from ..common.digests import tensor_digests
 from .harness import Harness, SpotCall
-from .launches import LaunchCounter
 from .outputs import Outputs, flatten_outputs
 from .poison import install_poisoning_allocators
 from .provenance import EntryCalls, KernelMemory, tracking_copies
@@ -27,8 +26,7 @@ class CandidateHarness(Harness):
         # The task module (hidden cases, reference) stays reachable only through our own references.
         for name in [n for n in sys.modules if n.startswith("kernelwright_task_")]:
             del sys.modules[name]
-        self.counter = LaunchCounter(path)
-        self.counter.install()
+        self.counter.watch_file(path)
         install_poisoning_allocators(self.torch, self.poison)
         self.entry = self.task.load_implementation(path, "candidate")
 

@@ -22,8 +22,6 @@ import threading
 import time
 from typing import Any, Callable, ContextManager, Iterator
 
-from .triton_hooks import wrap_once
-
 
 class CompileWatch:
     """Counts this process's compile spans (nested ones count once) and tells `tell` each
@@ -63,52 +61,6 @@ class CompileWatch:
     def tuning_config(self) -> None:
         if threading.current_thread() is threading.main_thread():
             self._send({"op": "tune"})
-
-    def install(self) -> bool:
-        """Wrap `triton.compiler.compile` and `CompiledKernel._init_handles` (a launcher build:
-        the C compiler runs) in a span, and `Autotuner._bench` with a tune notice. Installed
-        before `gpulock.release_during_compile`, so these spans lie inside its unlocked stretch
-        (queueing for the lock after a compile is told apart, by `gpu_lock` notices). False when
-        this Triton has no compiler to wrap (under the CPU interpreter the compile wrappers are
-        never called: nothing compiles there)."""
-        try:
-            import triton.compiler as compiler
-            from triton.compiler.compiler import CompiledKernel
-        except ImportError:
-            return False
-        watch = self
-
-        def spanned(when: Callable[..., bool] = lambda *a: True):
-            def make(original):
-                def compiling(*args, **kwargs):
-                    if not when(*args):
-                        return original(*args, **kwargs)
-                    with watch.span():
-                        return original(*args, **kwargs)
-                return compiling
-            return make
-
-        wrap_once(CompiledKernel, "_init_handles", "_kernelwright_watched",
-                  spanned(lambda kernel: getattr(kernel, "module", None) is None))
-        install_tune_notices(self)
-        return wrap_once(compiler, "compile", "_kernelwright_watched", spanned())
-
-
-def install_tune_notices(watch: CompileWatch) -> bool:
-    """A tune notice before each config an autotuner benchmarks (interpreted kernels too)."""
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:
-        return False
-
-    def make_bench(original):
-        def bench(self, *args, **kwargs):
-            watch.tuning_config()
-            return original(self, *args, **kwargs)
-        return bench
-
-    return wrap_once(Autotuner, "_bench", "_kernelwright_watched", make_bench)
-
 
 def both(*makers: Callable[[], ContextManager[Any]]) -> Callable[[], ContextManager[Any]]:
     """A context-manager factory entering each of `makers`' context managers in order."""

@@ -13,16 +13,17 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from . import autotuning
+from ...tasks import load_task_ref
 from ..common import wire
-from .compilewatch import CompileWatch, both
-from .errors import error_reply
 from ..common.footprint import proc_status_bytes
-from ..common.gpulock import SharedHold, release_during_compile, yield_at_launches
+from ..common.gpulock import SharedHold
+from . import autotuning, triton_hooks
+from .compilewatch import CompileWatch
+from .errors import error_reply
 from .launches import LaunchCounter
 from .outputs import Outputs, tensor_meta
 from .poison import PoisonSwitch, poison_free_memory
-from .precompile import compile_configs_in_parallel, compile_threads_from_env
+from .precompile import compile_threads_from_env
 from .timed_requests import TimedRequests
 from .timing_ops import Clocks
 
@@ -69,19 +70,14 @@ class Harness(TimedRequests):
         self.perf_sets: list[tuple] = []
         self.flush_buffer = None
         self._pad = None
-        # Checks hold the GPU lock shared around their own GPU work only, never while compiling
-        # (installed before any foreign code can define or bind a kernel).
+        # Checks hold the GPU lock shared around their own GPU work only, never while compiling,
+        # and the worker is told when this process compiles, so compiling gets its own (generous)
+        # limit and running a short one. Every Triton hook goes in here, in triton_hooks' order,
+        # before any foreign code can define or bind a kernel.
         self.share = SharedHold(device, self.clocks.sync, self._tell_waited, self._may_synchronise)
-        # The worker is told when this process compiles, so compiling gets its own (generous)
-        # limit and running a short one (compilewatch); before release_during_compile: inside it.
         self.watch = CompileWatch(self._tell_notice)
-        self.watch.install()
-        # before compile_configs_in_parallel: what is compiled ahead is what is tried
-        autotuning.shortlist_at_timing_turns()
+        triton_hooks.install(self.watch, self.share, self.counter, self.is_gpu, compile_threads_from_env())
         if self.is_gpu:
-            release_during_compile(self.share)
-            compile_configs_in_parallel(both(self.share.compiling, self.watch.span), compile_threads_from_env())
-            yield_at_launches(self.share)
             self.share.start_nudging()  # and between launches, when a timer waits on a long stretch
         # What `patched_timers` compares with: taken after our own hooks, before foreign code runs here
         self._timers = self._timing_functions()
@@ -315,7 +311,6 @@ class Harness(TimedRequests):
     def op_load(self, msg: dict) -> None:
         try:
             if msg.get("task_ref"):  # a spare is forked before its task is known
-                from ...tasks import load_task_ref
 
                 self.task = load_task_ref(msg["task_ref"])
             self._load(msg)

@@ -27,6 +27,11 @@ class LaunchCounter:
         # while a check runs: the memory its own launches are given (provenance.KernelMemory)
         self.memory = None
 
+    def watch_file(self, own_file: str | None) -> None:
+        """Count launches of kernels defined in `own_file` (the file this side loads) as its own."""
+        self.own_file = own_file
+        self._is_own.clear()
+
     def forget_tuning(self) -> int:
         """The autotuners seen so far tune again at their next call (autotuning.forget_tuning)."""
         return autotuning.forget_tuning(self.autotuners)
@@ -34,29 +39,6 @@ class LaunchCounter:
     def tuned_configs(self) -> dict[str, str]:
         """Each autotuned kernel's current choice, by kernel name (autotuning.tuned_configs)."""
         return autotuning.tuned_configs(self.autotuners)
-
-    def install(self) -> None:
-        autotuning.register_autotuners(self.autotuners)
-        classes = []
-        from triton.runtime.jit import JITFunction
-
-        classes.append(JITFunction)
-        try:
-            from triton.runtime.interpreter import InterpretedFunction
-
-            classes.append(InterpretedFunction)
-        except ImportError:
-            pass
-        counter = self
-        for cls in classes:
-            original = cls.run
-
-            def run(self, *args, _original=original, **kwargs):
-                if not kwargs.get("warmup", False):
-                    counter._record(self, args, kwargs)
-                return _original(self, *args, **kwargs)
-
-            cls.run = run
 
     def _record(self, jit_fn, args: tuple = (), kwargs: dict | None = None) -> None:
         fn = getattr(jit_fn, "fn", None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common import wire
+from ..common.digests import identical
 
 POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed ints: an unwritten output never passes
 FREE_MEMORY_POISON_BYTES = 64 << 20
@@ -138,7 +139,6 @@ def changed_positions(torch, task: Any, device: str, ref: Any, others: list) -> 
     that writes everything it returns) are settled without arithmetic; otherwise the slices
     are compared on the GPU when there is one: GEAK results come back as CPU tensors, and
     three float64 passes over a 8192x8192 output took 10 s of CPU."""
-    from ..worker.compare import identical
 
     if all(identical([ref], [o.to(ref.device)]) for o in others):
         return None

@@ -22,7 +22,6 @@ import os
 from typing import Any, Callable, ContextManager
 
 from ..common.knobs import env_numbers
-from .triton_hooks import wrap_once
 
 # Threads per process. Workers' processes compile at the same time as each other, so one
 # process does not take every core; KERNELWRIGHT_COMPILE_THREADS=1 turns this off.
@@ -31,33 +30,6 @@ DEFAULT_THREADS = max(1, min(8, (os.cpu_count() or 2) // 2))
 
 def compile_threads_from_env() -> int:
     return int(env_numbers("KERNELWRIGHT_COMPILE_THREADS", (DEFAULT_THREADS,), 1, 256, whole=True)[0])
-
-
-def compile_configs_in_parallel(released: Callable[[], ContextManager], threads: int) -> bool:
-    """Wrap `Autotuner.prune_configs` (called once per new key, right before the configs are
-    benchmarked) so that the configs it returns are compiled `threads` at a time inside
-    `released()` (the GPU lock let go). False when this Triton cannot compile asynchronously,
-    or when `threads` is 1 (nothing is changed then)."""
-    if threads <= 1 or os.environ.get("TRITON_INTERPRET") == "1":
-        return False
-    try:
-        from triton.runtime import _async_compile
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:
-        return False
-
-    def make(original):
-        def prune_configs(self, kwargs, *rest):
-            configs = original(self, kwargs, *rest)
-            try:
-                if _worth_compiling_ahead(self, configs, kwargs) and _async_compile.active_mode.get() is None:
-                    _compile_all(self, configs, kwargs, released, threads, _async_compile.AsyncCompileMode)
-            except Exception:  # noqa: BLE001 - a head start only: the autotuner compiles what is missing
-                pass
-            return configs
-        return prune_configs
-
-    return wrap_once(Autotuner, "prune_configs", "_kernelwright_parallel", make)
 
 
 def _worth_compiling_ahead(tuner: Any, configs: list, kwargs: dict) -> bool:

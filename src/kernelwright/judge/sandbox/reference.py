@@ -10,13 +10,25 @@ import time
 import traceback
 from typing import Any, Callable
 
-from . import errors
 from ..common.digests import tensor_digests
-from ..common.footprint import ProblemTooLarge, candidate_reply_need, gib, host_memory_available, max_reply_bytes, memory_need
+from ..common.footprint import (
+    ProblemTooLarge,
+    candidate_reply_need,
+    gib,
+    host_memory_available,
+    max_reply_bytes,
+    memory_need,
+)
+from . import errors
 from .harness import Harness, SpotCall
-from .launches import LaunchCounter
 from .outputs import Outputs, flatten_outputs, tensor_meta
-from .poison import POISON_BYTE, changed_positions, guarded, guarded_allocations, install_poisoning_allocators
+from .poison import (
+    POISON_BYTE,
+    changed_positions,
+    guarded,
+    guarded_allocations,
+    install_poisoning_allocators,
+)
 from .provenance import KernelMemory, tracking_copies
 
 
@@ -28,13 +40,12 @@ class ReferenceHarness(Harness):
 
     def _load(self, msg: dict) -> None:
         task = self.task
-        # Same allocator wrappers and launch counter as the candidate: equal host overhead
+        # Same allocator wrappers and launch counting as the candidate: equal host overhead
         # on both sides (without the counter a reference timed against itself came out up
         # to 12% faster on multi-launch calls), and a foreign reference can be probed for
         # outputs it leaves unwritten.
         install_poisoning_allocators(self.torch, self.poison)
-        self.counter = LaunchCounter(os.path.realpath(task.reference_impl) if task.reference_impl else None)
-        self.counter.install()
+        self.counter.watch_file(os.path.realpath(task.reference_impl) if task.reference_impl else None)
         if task.reference_impl is not None:  # a golden implementation (suite adapters)
             self.entry = task.load_implementation(str(task.reference_impl), "kernelwright_reference")
         else:

@@ -7,9 +7,10 @@ time below the roofline). Each check returns or raises what is wrong; none asks 
 
 from __future__ import annotations
 
+from ..common.verdict import output_name
+from .compare import compare_outputs, compare_tensor, identical
 from .failures import CaseFailed
 from .timing import RETIME_ROUNDS, idle_cpu_exceeded
-from ..common.verdict import output_name
 
 
 def reference_varies_note(varied: int) -> str:
@@ -68,7 +69,6 @@ def check_item(task, expected, got):
     """Return None if the candidate's outputs for one (case, seed) are acceptable, else
     (reason, detail, FailureKind value). `expected` is the reference's `ReferenceRun`,
     `got` the candidate's `CandidateRun`."""
-    from .compare import compare_outputs, identical
 
     if got.launches < 1:
         return ("the candidate's own Triton kernels were never launched (did it compute with torch?)", {},
@@ -115,7 +115,6 @@ def check_item(task, expected, got):
 
 def check_spot(task, label: str, expected, got) -> None:
     """The candidate's `CandidateSpot` against the reference's `ReferenceSpot` of one perf case."""
-    from .compare import compare_tensor
 
     if got.launches < 1:
         raise CaseFailed("performance", f"{label}: the candidate's own Triton kernels were never launched",

@@ -18,10 +18,12 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-from ..common import procs
-from ..common.gpulock import MAX_LOCK_CREDIT_S
+from ..common import procs, wire
 from ..common.footprint import gib
+from ..common.gpulock import MAX_LOCK_CREDIT_S
 from ..common.lockholders import timing_turn_elsewhere
+from ..common.messages import MessageError, Ready, parse_notice, parse_reply
+from ..sandbox.child import STACK_DUMP_SIGNAL, child_main
 
 # While a child says it queues for the GPU, its worker looks this often at who holds the lock.
 LOCK_CHECK_S = 1.0
@@ -140,7 +142,6 @@ class ChildProcess:
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
-        from ..sandbox.child import child_main
 
         self.role = role
         self.device = device
@@ -163,7 +164,6 @@ class ChildProcess:
 
     # -- messaging ---------------------------------------------------------------------------
     def ready(self, timeout: float) -> dict:
-        from ..common.messages import MessageError, Ready, parse_reply
 
         if self.info is None:
             try:
@@ -197,7 +197,6 @@ class ChildProcess:
         `MAX_LOCK_CREDIT_S` per reply: a forged notice can delay a verdict by that much, and a
         forged compile span by `compile_timeout`, never stop the clock for good. `note` says,
         in a timeout's reason, how the running limit was chosen."""
-        from ..common.messages import MessageError, parse_notice
 
         clock = ReplyClock(limit=timeout, cap=timeout if cap is None else max(cap, timeout),
                            compile_timeout=self.compile_timeout)
@@ -259,7 +258,6 @@ class ChildProcess:
 
     def _read_frame(self, doing: str) -> Any:
         """The next frame, decoded; a frame that cannot be read is the child's failure."""
-        from ..common import wire
 
         try:
             return wire.decode(wire.read_frame(self.conn.fileno(), self.max_reply_bytes or wire.MAX_REPLY_BYTES),
@@ -349,7 +347,6 @@ class ChildProcess:
     def dump_stacks(self) -> None:
         """Ask a child that ran out of time to write every thread's Python stack to its log
         (faulthandler, installed at its start), so the timeout's log tail says where it hung."""
-        from ..sandbox.child import STACK_DUMP_SIGNAL
 
         if not self.alive or self.pid <= 0:  # (os.kill(-1, ...) would signal every process)
             return

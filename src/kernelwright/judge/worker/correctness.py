@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import time
 
-from .child_process import ChildFailure, ReferenceStream, running_limit
-from .checks import check_item
-from .failures import CaseFailed, JudgeError, ask, child_failure, parsed
 from ..common.footprint import candidate_reply_limit
-from .state import Judging
+from ..common.messages import ReferenceRun, Skipped
 from ..common.tracing import trace
 from ..common.verdict import CaseResult
+from .checks import check_item
+from .child_process import ChildFailure, ReferenceStream, running_limit
+from .failures import CaseFailed, JudgeError, ask, child_failure, parsed
+from .state import Judging
 
 # dtypes the Triton interpreter (the CPU device) computes incorrectly: their cases are skipped there
 INTERPRETER_UNSUPPORTED = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
@@ -96,7 +97,6 @@ class CorrectnessStage:
             self.stream.outstanding.clear()
             raise child_failure(self.ref, stage, f"computing {label}", exc.reason, exc.kind,
                                 log_tail=exc.log_tail) from None
-        from ..common.messages import ReferenceRun
 
         expected = parsed(self.ref, raw, "run", f"computing {label}", stage)
         if isinstance(expected, ReferenceRun):
@@ -107,7 +107,6 @@ class CorrectnessStage:
         return expected
 
     def _judge_item(self, j: int, item: dict, label: str, started: float) -> None:
-        from ..common.messages import Skipped
 
         verdict, case = self.verdict, self.task.correctness_cases[item["case"]]
         stage = "call" if self.n == 0 else "correctness"
@@ -151,7 +150,6 @@ class CorrectnessStage:
 
     def _problem(self, j: int, label: str, stage: str, expected, got):
         """`check_item`'s finding on item j, with the reference probed where it is a mismatch."""
-        from ..common.messages import ReferenceRun
 
         problem = check_item(self.task, expected, got)
         if problem is not None and self.probing and got.launches >= 1 and problem[2] != "output_not_from_kernel":

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .child_process import ChildFailure
 from ..common.footprint import PROBLEM_TOO_LARGE_TYPE
+from ..common.messages import ErrorReply, MessageError, parse_reply
 from ..common.verdict import filter_traceback
+from .child_process import ChildFailure
 
 
 class CaseFailed(Exception):
@@ -173,7 +174,6 @@ def ask(child, msg: dict, timeout: float, doing: str, stage: str, cap: float | N
 def parsed(child, raw: Any, op: str, doing: str, stage: str):
     """The typed message of `child`'s reply `raw` to a request `op`. A malformed one is the
     child's protocol failure (the child is killed); an error reply raises its failure."""
-    from ..common.messages import ErrorReply, MessageError, parse_reply
 
     try:
         reply = parse_reply(raw, op, child.role)

@@ -31,8 +31,8 @@ import time
 from typing import Callable
 
 from ..common import procs
-from .failures import CaseFailed
 from ..common.lockholders import gpu_lock_holders
+from .failures import CaseFailed
 
 # A hold must be seen twice this far apart: a child's watcher thread may test the turnstile for an
 # instant just as its hold ends (`SharedHold._watch`), which is no hold.

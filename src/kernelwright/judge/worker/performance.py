@@ -10,20 +10,46 @@ from __future__ import annotations
 import time
 
 from ..common import procs
-from .checks import check_candidate_block, check_escape_gap, check_idle_cpu, check_roofline, check_warmup, patched_failure, timing_mismatch
-from .failures import ask, child_failure
 from ..common.hardware import roofline_ms, spec_for
-from .state import Judging
-from .spotcheck import check_timed_configuration, spot_check
-from .timing import BLOCK_SPREAD_LIMIT, RETIME_ROUNDS, block_plan, call_estimate_ms, disturbed_sides, flush_bytes, gap_limit_ms, gap_readings, gap_tries, idle_wait_s, input_sets, phase_seconds, reference_first, replace_seed, retime_decision, timing_order, wall_clock_excess
 from ..common.verdict import CaseResult
+from .checks import (
+    check_candidate_block,
+    check_escape_gap,
+    check_idle_cpu,
+    check_roofline,
+    check_warmup,
+    patched_failure,
+    timing_mismatch,
+)
+from .failures import ask, child_failure
+from .spotcheck import check_timed_configuration, spot_check
+from .state import Judging
+from .stats import aggregate, case_timing
+from .timing import (
+    BLOCK_SPREAD_LIMIT,
+    RETIME_ROUNDS,
+    block_plan,
+    call_estimate_ms,
+    disturbed_sides,
+    flush_bytes,
+    gap_limit_ms,
+    gap_readings,
+    gap_tries,
+    idle_wait_s,
+    input_sets,
+    phase_seconds,
+    reference_first,
+    replace_seed,
+    retime_decision,
+    timing_order,
+    wall_clock_excess,
+)
 
 STAGE = "performance"
 
 
 def run_performance(worker, j: Judging, checked: dict[int, float | None]) -> None:
     """Time the checked perf cases: reference and candidate blocks interleaved, exclusive GPU."""
-    from .stats import aggregate
 
     task, opts, verdict, ref, cand = j.task, j.opts, j.verdict, j.ref, j.cand
     timeout = opts["perf_timeout"]
@@ -78,7 +104,6 @@ class CaseTimer:
         return ask(side, msg, self.timeout, doing, STAGE)
 
     def run(self, checked: dict[int, float | None], timings: list, spec) -> None:
-        from .stats import case_timing
 
         pi = self.pi
         if checked[pi] is None:  # ran out of memory next to other workers: check it now, alone

@@ -30,19 +30,20 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ...tasks import load_task_ref
 from ..common import footprint, lockholders, procs
+from ..common.footprint import proc_status_bytes
+from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
+from ..common.messages import ErrorReply, MemoryReport, MessageError, parse_reply
+from ..common.tracing import TRACE, trace
+from ..common.verdict import Verdict
 from . import lockguard
 from .child_process import ChildFailure, ChildProcess
 from .correctness import CorrectnessStage
 from .failures import CaseFailed, JudgeError, ProbeFailed, ask, error_kind
-from ..common.footprint import proc_status_bytes
-from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
-from .state import Judging
 from .performance import run_performance
 from .spotcheck import check_perf_cases
-from ..common.tracing import TRACE, trace
-from ..common.verdict import Verdict
-
+from .state import Judging
 
 # The longest a worker waits for its timing turn during a verdict (the most a child's queueing is
 # credited per reply: `MAX_LOCK_CREDIT_S`)
@@ -235,7 +236,6 @@ class Worker:
         return child
 
     def _load_reference(self, child: ChildProcess, task, baseline_path: str | None, timeout: float) -> None:
-        from ..common.messages import ErrorReply, MessageError, parse_reply
 
         try:
             child.ready(timeout)
@@ -316,7 +316,6 @@ class Worker:
 
     # -- the cascade ------------------------------------------------------------------------
     def judge(self, request: dict) -> dict:
-        from ...tasks import load_task_ref
 
         task = load_task_ref(request["task_ref"])
         started = time.monotonic()
@@ -426,7 +425,6 @@ class Worker:
     def _memory_report(self, ref: ChildProcess | None, cand: ChildProcess | None, opts) -> dict:
         """Peak memory of each process of this verdict (`JudgeOptions.measure_memory`): each
         child's own report (a child that died or failed to answer has none), and this worker's."""
-        from ..common.messages import MemoryReport, MessageError, parse_reply
 
         report: dict[str, Any] = {}
         for name, child in (("reference", ref), ("candidate", cand)):

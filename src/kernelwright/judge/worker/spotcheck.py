@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import time
 
-from .child_process import running_limit
-from .checks import check_spot
-from .correctness import INTERPRETER_SKIP, INTERPRETER_UNSUPPORTED
-from .failures import CaseFailed, CaseNotOfTask, CaseSkipped, JudgeError, ask, retry_alone
-from .state import Judging
-from .timing import perf_subset
+from ..common.messages import ReferenceSpot, Skipped
 from ..common.tracing import trace
 from ..common.verdict import CaseResult
+from .checks import check_spot
+from .child_process import running_limit
+from .correctness import INTERPRETER_SKIP, INTERPRETER_UNSUPPORTED
+from .failures import (
+    CaseFailed,
+    CaseNotOfTask,
+    CaseSkipped,
+    JudgeError,
+    ask,
+    retry_alone,
+)
+from .state import Judging
+from .timing import perf_subset
 
 
 def check_perf_cases(worker, j: Judging) -> dict[int, float | None]:
@@ -56,7 +64,6 @@ def spot_check(worker, j: Judging, pi: int) -> None:
     reference is probed for outputs it leaves undefined only when the first comparison fails:
     probing runs it twice more at perf size, and a suite's references are mostly well behaved
     (the probes tripled the reference's share of the perf-size checks)."""
-    from ..common.messages import ReferenceSpot, Skipped
 
     task, opts = j.task, j.opts
     label = f"perf case {task.perf_cases[pi].label}"

@@ -10,10 +10,10 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common.verdict import JUDGE_ERROR, PASSED, Verdict
 from .child_process import ChildProcess
 from .failures import CaseFailed, JudgeError, judge_alone_after
 from .timing import perf_seed
-from ..common.verdict import JUDGE_ERROR, PASSED, Verdict
 
 
 @dataclass

@@ -1,0 +1,56 @@
+"""`JudgeOptions`: how a candidate is judged (seeds, time limits, timing protocol, tolerances of
+the measurement). Made by the coordinator, sent to each worker with every candidate, read by
+the worker's stages."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class JudgeOptions:
+    seeds: int = 3                    # fresh seeds per correctness case
+    seed: int | None = None           # base seed for a reproducible run (default: fresh random seeds)
+    perf: bool | None = None          # None: measure on GPUs, skip under the CPU interpreter
+    baseline: str = "torch"           # what speedups are measured against: "torch" or "triton"
+    # Time limits, in seconds. A child tells its worker when it compiles Triton kernels (compile
+    # notices, judge/compilewatch.py), so every request's time is split: *compiling* is bounded by
+    # compile_timeout per request, *running* (host code, kernels, autotuners' benchmarks) by the
+    # limits below, and queueing for the GPU lock behind a timing turn counts for neither.
+    # The candidate's running limit on one item (its import, the first call, each later
+    # correctness call) is max(run_timeout, run_timeout_factor x the reference's own running time
+    # on that item), plus tune_config_s per autotuner config it benchmarks, at most the stage's
+    # cap (load_timeout, call_timeout, case_timeout): a host loop or a kernel that never ends is
+    # judged a timeout after about run_timeout (30 s), a slow compile may take minutes.
+    load_timeout: float = 120.0       # start a child; cap of an import's running time (run_timeout applies)
+    call_timeout: float = 300.0       # cap of the first call's running time (autotuning included)
+    case_timeout: float = 60.0        # cap of every later correctness call's running time
+    perf_timeout: float = 300.0       # each performance request's running time (warm-up, one timing block...)
+    compile_timeout: float = 600.0    # Triton compiling, per request (a legitimately slow compile takes minutes)
+    run_timeout: float = 30.0         # floor of a candidate item's running limit
+    run_timeout_factor: float = 50.0  # x the reference's running time on the same item, if that is longer
+    tune_config_s: float = 1.0        # running time added per autotuner config benchmarked (up to the cap)
+    perf_blocks: int = 10             # interleaved blocks per side and perf case
+    perf_input_sets: int = 3          # rotating input sets
+    block_ms: float = 40.0            # target duration of one timing block
+    min_calls_per_block: int = 5
+    max_calls_per_block: int = 1000
+    warmup_ms: float = 25.0
+    spot_samples: int = 4096          # sampled output positions checked at perf sizes
+    roofline_slack: float = 1.1       # flag times below roofline / slack
+    resolution: float = 0.005         # systematic timing resolution added to every interval (A/A runs)
+    escape_ms: float = 0.015          # device work after the timed events beyond this (+25%) fails
+    memory_fraction: float = 0.45     # of GPU memory a candidate may take (the reference needs the rest)
+    max_perf_cases: int | None = None  # time at most this many perf cases, evenly spread (None: all)
+    measure_memory: bool = False      # each verdict's `memory`: peak RSS (and device memory) per process
+
+    def for_request(self, backend: str) -> dict:
+        opts = asdict(self)
+        opts["perf"] = self.perf if self.perf is not None else backend != "cpu"
+        return opts
+
+    def draw_seeds(self) -> list[int]:
+        if self.seed is not None:
+            return [(self.seed + 1_000_003 * i) % (2**31 - 1) for i in range(self.seeds)]
+        return [secrets.randbelow(2**31 - 1) for _ in range(self.seeds)]
