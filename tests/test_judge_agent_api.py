@@ -211,7 +211,7 @@ def test_error_kinds_come_from_the_exception_classes_the_child_reports():
     fields: class names with their bases and causes, the device error code, a broken context."""
     from triton.compiler.errors import CompileTimeAssertionFailure
 
-    from kernelwright.judge.sandbox.errors import exception_types
+    from kernelwright.judge.sandbox.replies import exception_types
     from kernelwright.judge.worker.failures import error_kind
 
     def reply(exc, **extra):

@@ -13,9 +13,9 @@ from typing import Callable
 
 from ..common.digests import tensor_digests
 from .harness import Harness, SpotCall
-from .outputs import Outputs, flatten_outputs
 from .poison import install_poisoning_allocators
 from .provenance import EntryCalls, KernelMemory, tracking_copies
+from .replies import Outputs, flatten_outputs
 
 
 class CandidateHarness(Harness):

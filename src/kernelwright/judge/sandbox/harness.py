@@ -1,5 +1,5 @@
 """What both roles of a judge child share: the request loop, replies, inputs drawn from seeds,
-spot checks, memory bookkeeping, and (from `timed_requests`) the requests of a timing turn.
+spot checks, memory bookkeeping, and (from `timer.TimedRequests`) the requests of a timing turn.
 `CandidateHarness` (candidate_harness) and `ReferenceHarness` (reference_harness) add what
 differs: how code is loaded and how one call is checked.
 
@@ -19,13 +19,11 @@ from ..common.footprint import proc_status_bytes
 from ..common.gpulock import SharedHold
 from . import autotuning, triton_hooks
 from .compilewatch import CompileWatch
-from .errors import error_reply
 from .launches import LaunchCounter
-from .outputs import Outputs, tensor_meta
 from .poison import PoisonSwitch, poison_free_memory
 from .precompile import compile_threads_from_env
-from .timed_requests import TimedRequests
-from .timing_ops import Clocks
+from .replies import Outputs, error_reply, tensor_meta
+from .timer import Clocks, TimedRequests
 
 # Inputs from this size on are collected (gc) before the next item makes its own: see
 # Harness._collect_large_garbage.

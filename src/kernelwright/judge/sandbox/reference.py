@@ -19,9 +19,8 @@ from ..common.footprint import (
     max_reply_bytes,
     memory_need,
 )
-from . import errors
+from . import replies
 from .harness import Harness, SpotCall
-from .outputs import Outputs, flatten_outputs, tensor_meta
 from .poison import (
     POISON_BYTE,
     changed_positions,
@@ -30,6 +29,7 @@ from .poison import (
     install_poisoning_allocators,
 )
 from .provenance import KernelMemory, tracking_copies
+from .replies import Outputs, flatten_outputs, tensor_meta
 
 
 class ReferenceHarness(Harness):
@@ -58,7 +58,7 @@ class ReferenceHarness(Harness):
         return self.baseline
 
     def _is_skip(self, exc: BaseException) -> bool:
-        return errors.is_skip(exc)
+        return replies.is_skip(exc)
 
     def _check_fits(self, impl: Any, case_list: str, index: int) -> None:
         """Before a reference builds a case's inputs: raise ProblemTooLarge if they and the
@@ -151,7 +151,7 @@ class ReferenceHarness(Harness):
                     reply["probe_failed"] = self._probe_failed(exc)
             return reply
         except BaseException as exc:  # noqa: BLE001
-            if errors.is_skip(exc):
+            if replies.is_skip(exc):
                 return {"op": "run", "ok": True, "skipped": str(exc)[:300]}
             return self._error("run", exc, **self.failure_marks)
 

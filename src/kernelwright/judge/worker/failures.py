@@ -113,8 +113,8 @@ def error_kind(reply, importing: bool) -> str:
 
 # Frames of these directories in a candidate's traceback are the harness calling it: the
 # reflector needs the candidate's frames (and Triton's), not ours.
-_JUDGE_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
-                    for d in ("judge", "tasks"))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # src/kernelwright
+_JUDGE_DIRS = tuple(os.path.join(_PACKAGE, d) + os.sep for d in ("judge", "tasks"))
 
 
 def is_judge_frame(path: str) -> bool:

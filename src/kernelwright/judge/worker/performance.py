@@ -12,17 +12,8 @@ import time
 from ..common import procs
 from ..common.hardware import roofline_ms, spec_for
 from ..common.verdict import CaseResult
-from .checks import (
-    check_candidate_block,
-    check_escape_gap,
-    check_idle_cpu,
-    check_roofline,
-    check_warmup,
-    patched_failure,
-    timing_mismatch,
-)
+from .correctness import check_timed_configuration, spot_check
 from .failures import ask, child_failure
-from .spotcheck import check_timed_configuration, spot_check
 from .state import Judging
 from .stats import aggregate, case_timing
 from .timing import (
@@ -30,6 +21,11 @@ from .timing import (
     RETIME_ROUNDS,
     block_plan,
     call_estimate_ms,
+    check_candidate_block,
+    check_escape_gap,
+    check_idle_cpu,
+    check_roofline,
+    check_warmup,
     disturbed_sides,
     flush_bytes,
     gap_limit_ms,
@@ -37,10 +33,12 @@ from .timing import (
     gap_tries,
     idle_wait_s,
     input_sets,
+    patched_failure,
     phase_seconds,
     reference_first,
     replace_seed,
     retime_decision,
+    timing_mismatch,
     timing_order,
     wall_clock_excess,
 )

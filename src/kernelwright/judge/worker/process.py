@@ -34,15 +34,14 @@ from ...tasks import load_task_ref
 from ..common import footprint, lockholders, procs
 from ..common.footprint import proc_status_bytes
 from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
+from ..common.knobs import TRACE, trace
 from ..common.messages import ErrorReply, MemoryReport, MessageError, parse_reply
-from ..common.tracing import TRACE, trace
 from ..common.verdict import Verdict
 from . import lockguard
 from .child_process import ChildFailure, ChildProcess
-from .correctness import CorrectnessStage
+from .correctness import CorrectnessStage, check_perf_cases
 from .failures import CaseFailed, JudgeError, ProbeFailed, ask, error_kind
 from .performance import run_performance
-from .spotcheck import check_perf_cases
 from .state import Judging
 
 # The longest a worker waits for its timing turn during a verdict (the most a child's queueing is

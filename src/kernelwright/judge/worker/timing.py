@@ -2,12 +2,16 @@
 timed, how many calls a block holds, when an escape gap or a round of blocks is measured again,
 when a side's idle CPU or the worker's own clock says a timing was forged. `performance` asks the
 children and acts on these answers; nothing here touches a process.
+The checks at the end fail a candidate on what its timing replies give away: patched timers, work
+left running, device work escaping the timed stream, a report the worker's clock contradicts, a
+time below the roofline.
 """
 
 from __future__ import annotations
 
 import math
 
+from .failures import CaseFailed
 from .stats import block_spread
 
 # One side's slowest block median over its fastest, past which a perf case is timed again (at most
@@ -15,17 +19,25 @@ from .stats import block_spread
 # wait for the GPU on the host) undisturbed sides stayed within 1.42x, 99.7% within 1.27x;
 # disturbed ones were 2.9-15x apart.
 BLOCK_SPREAD_LIMIT = 1.5
+
+
 RETIME_ROUNDS = 2
+
+
 # How many times a late escape gap (device work after the timed stream) is measured again on both
 # sides, interleaved, before it fails a case: work hidden on a side stream is late every time, a
 # host that wakes up late from a synchronise (other workers compiling) is not.
 GAP_TRIES, GAP_TRIES_SHORT = 3, 8
+
+
 # The worker's own clock around each timing block is the check a candidate cannot reach from its
 # process: the wall time a block took beyond the device time it reported (flushes, pads, host round
 # trips) must not exceed the reference's by more than WALL_SLACK_MS per block, half of that
 # overhead of the reference and a quarter of the candidate's reported time (`wall_clock_excess`).
 # A candidate that reports a tenth of its time shows nine times it there; host jitter does not.
 WALL_SLACK_MS = 5.0
+
+
 # While the reference warms up, the candidate has no request: its processes (every thread, every
 # process it started, in any group or session) may use at most this share of that window on the
 # CPU (plus IDLE_CPU_GRACE_S: the clock ticks in 10 ms), else it left work running after its calls.
@@ -158,3 +170,69 @@ def phase_seconds(marks: list[float]) -> dict[str, float]:
     """Where one case's perf time went, from the monotonic marks between its phases."""
     return dict(zip(("spot", "prepare", "blocks", "release"),
                     (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
+
+
+def patched_failure(label: str, names: list[str]) -> CaseFailed:
+    listed = ", ".join(n[:80] for n in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return CaseFailed("performance", f"{label}: the candidate replaced timing functions in its process "
+                      f"({listed}): its own timings cannot be trusted", kind="timer_patched")
+
+
+def check_warmup(label: str, prep) -> None:
+    """The candidate's warm-up (`messages.PerfPrepared`) launched a kernel in every call."""
+    if prep.warmup_launches < prep.warmup_calls:
+        raise CaseFailed("performance", f"{label}: {prep.warmup_launches} kernel launches in "
+                         f"{prep.warmup_calls} warm-up calls (results cached across calls?)",
+                         kind="cached_result")
+
+
+def check_idle_cpu(label: str, used: float, window: float, processes: int) -> None:
+    """The candidate's processes (`processes` in its tree) used no more than an idle share of the
+    CPU in the `window` seconds it had no request: else it left work running after its calls."""
+    if idle_cpu_exceeded(used, window):
+        raise CaseFailed("performance", f"{label}: the candidate's processes used {used:.2f} s of CPU in the "
+                         f"{window:.2f} s after its calls returned, with no call in flight (threads or "
+                         f"processes it left running: {processes} process(es) in its tree); they "
+                         "would run next to the timing of the reference", kind="background_work")
+
+
+def check_escape_gap(label: str, gap_excess: float, gap_limit: float, readings: int) -> None:
+    """The candidate's device work ended at most `gap_limit` ms later after its timed stream than
+    the reference's, in the least of `readings` readings on each side."""
+    if gap_excess > gap_limit:
+        raise CaseFailed("performance", f"{label}: work kept running {gap_excess:.3f} ms after the timed stream "
+                         f"finished, the least of {readings} readings on each side (side streams or threads "
+                         "escaping the timer)", kind="timing_cheat")
+
+
+def check_candidate_block(label: str, block, n: int) -> None:
+    """One of the candidate's timing blocks (`messages.TimedBlock` of `n` calls): its timers are
+    its own, and every call launched a kernel."""
+    if block.patched:
+        raise patched_failure(label, block.patched)
+    if block.launches < n:
+        raise CaseFailed("performance", f"{label}: only {block.launches} kernel launches in {n} "
+                         "timed calls (results cached across calls?)", kind="cached_result")
+
+
+def timing_mismatch(label: str, excess: float, slack: float, reported: float, blocks: int) -> CaseFailed:
+    """The failure of a candidate whose blocks took longer on the worker's clock than it reported,
+    in every round (`timing.wall_clock_excess`)."""
+    return CaseFailed("performance", f"{label}: the candidate's timing blocks took {excess:.1f} ms more on the "
+                      f"judge's own clock than its reported times ({reported:.1f} ms in all) explain, "
+                      f"beyond what the reference's blocks left unexplained (allowed {slack:.1f} ms), in "
+                      f"{RETIME_ROUNDS + 1} rounds of {blocks} blocks: its process reported less "
+                      "time than it took (patched timers or harness, or a forged reply)",
+                      kind="timing_mismatch")
+
+
+def check_roofline(result, label: str, cand_ms: float, bound: float | None, slack: float, hardware: str) -> None:
+    """The candidate's time is not below what the hardware allows for the task's cost model
+    (`bound` ms, divided by `slack`); else its case `result` fails, and the stage with it."""
+    if bound is not None and cand_ms < bound / slack:
+        result.ok, result.failure = False, "timing_cheat"
+        result.reason = (f"measured {cand_ms:.4f} ms, below the {bound:.4f} ms that "
+                         f"{hardware} allows for this cost model")
+        raise CaseFailed("performance", f"{label}: faster than the hardware allows "
+                         f"({cand_ms:.4f} ms < roofline {bound:.4f} ms): "
+                         "suspect a cheat, a cached result or a wrong cost model", kind="timing_cheat")
