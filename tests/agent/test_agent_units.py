@@ -4,6 +4,7 @@ optimizer), answer parsing of hostile answers, the prompt templates, the run sto
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 
 import pytest
@@ -13,7 +14,7 @@ from kernelwright.agent.brief import brief_for, signatures_from_source
 from kernelwright.agent.budget import Budget, Limits
 from kernelwright.agent.calls import Reply
 from kernelwright.agent.loop import AgentSettings, plan_next
-from kernelwright.agent.memory import Attempt, TaskMemory
+from kernelwright.agent.memory import Attempt, Mode, TaskMemory
 from kernelwright.agent.prompts import PromptError, PromptLibrary
 from kernelwright.store import RunStore, StoreError
 from kernelwright.tasks import resolve_task
@@ -153,6 +154,26 @@ def test_store_is_append_only_and_reopens(tmp_path):
     assert again.spend("t") == (0.25, 15) and again.ended()[("t", 0)]["reason"] == "done"
     with pytest.raises(StoreError):
         RunStore(tmp_path / "nothing", create=False)
+
+
+def test_modes_are_stored_as_the_strings_they_always_were(tmp_path):
+    assert [m.value for m in Mode] == ["given", "generate", "fresh", "fix", "optimize", "tune"]
+    a = att(0, "fix")   # a plain string is made a Mode
+    assert a.mode is Mode.FIX and a.mode == "fix" and f"{a.mode}" == str(a.mode) == "fix"
+    assert json.dumps(a.to_dict()) == json.dumps({**a.to_dict(), "mode": "fix"})
+    assert not Mode.GIVEN.by_llm and not Mode.TUNE.by_llm and Mode.FRESH.by_llm
+    store = RunStore(tmp_path / "run", decode=Attempt.from_dict)
+    store.add_attempt(a)
+    column, record = store._db.execute("SELECT mode, record FROM attempts").fetchone()
+    assert (column, json.loads(record)["mode"]) == ("fix", "fix")
+    assert type(column) is str
+    back = store.attempts("t", 0)[0]
+    assert back == a and back.mode is Mode.FIX
+    # a record as every earlier store holds it (the mode a plain string) reads back the same
+    old = {**a.to_dict(), "mode": "optimize"}
+    assert Attempt.from_dict(json.loads(json.dumps(old))).mode is Mode.OPTIMIZE
+    with pytest.raises(ValueError):
+        att(1, "sideways")
 
 
 def test_budget_limits(tmp_path):

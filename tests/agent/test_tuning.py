@@ -13,6 +13,7 @@ from .agent_support import TINY_ADD, kernel
 from kernelwright.agent.memory import Attempt
 from kernelwright.agent.tuning import TuneBudget, TuneResult, tune, variants
 from kernelwright.judge.common.verdict import Verdict
+from kernelwright.tasks import Task
 
 
 def changed_lines(old: str, new: str) -> list[tuple[str, str]]:
@@ -260,10 +261,10 @@ class FakeJudge:
 
     def __init__(self, answers: dict[str, Verdict | None], delay: float = 0.0) -> None:
         self.answers, self.delay = answers, delay
-        self.submitted: list[tuple[str, str]] = []
+        self.submitted: list[tuple[str, str | None]] = []
         self.futures: list[Future] = []
 
-    def submit(self, task, code, candidate_id=None):
+    def submit(self, task: Task, code: str, candidate_id: str | None = None) -> Future[Verdict]:
         self.submitted.append((code, candidate_id))
         future: Future = Future()
         self.futures.append(future)

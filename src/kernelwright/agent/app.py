@@ -11,13 +11,18 @@ from __future__ import annotations
 import secrets
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..store import RunStore, StoreError
 from .budget import Budget, Limits
 from .loop import AgentSettings, RunContext
 from .memory import Attempt
+from .protocols import LLM, Judge
 from .results import TaskResult
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
+    from .session import AgentSession
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ def open_run(out: Path, spec: RunSpec | None, resume: bool, command: str | None 
     return store, spec
 
 
-def make_llm(spec: RunSpec, store: RunStore, config_path: Path | None, flags: dict[str, Any]):
+def make_llm(spec: RunSpec, store: RunStore, config_path: Path | None, flags: dict[str, Any]) -> LLMClient:
     """The LLM client with the run's own cache first (a resume is free) and the user's global
     cache behind it when that is on."""
     from ..llm import LLMClient, ResponseCache
@@ -95,7 +100,9 @@ def make_llm(spec: RunSpec, store: RunStore, config_path: Path | None, flags: di
     shared = ResponseCache(settings.cache_path) if settings.cache else None
     cache = RunCache(ResponseCache(store.run_dir / "llm-cache.sqlite"), shared)
     # the run cache is always on: offline replay of a killed run must work with --no-cache too
-    return LLMClient(spec.model, replace(settings, cache=True), cache=cache, tags={"run": str(store.run_dir)})
+    # (RunCache has ResponseCache's get/put; LLMClient's parameter names the class, not a protocol)
+    return LLMClient(spec.model, replace(settings, cache=True), cache=cast(ResponseCache, cache),
+                     tags={"run": str(store.run_dir)})
 
 
 def load_tasks(refs: tuple[str, ...]):
@@ -114,9 +121,9 @@ def knowledge_for(device_info: dict, backend: str, config_path: Path | None) -> 
     return name, knowledge_text("cpu" if backend == "cpu" else backend, spec)
 
 
-def run_session(spec: RunSpec, store: RunStore, llm: Any, judge: Any, *, device_info: dict, backend: str,
+def run_session(spec: RunSpec, store: RunStore, llm: LLM, judge: Judge, *, device_info: dict, backend: str,
                 config_path: Path | None = None, on_event: Callable[[str, dict], None] = lambda k, d: None,
-                concurrency: int | None = None, session_hook: Callable[[Any], None] | None = None
+                concurrency: int | None = None, session_hook: Callable[[AgentSession], None] | None = None
                 ) -> tuple[list[TaskResult], list[str]]:
     from .prompts import PromptLibrary
     from .session import AgentSession, make_retrieve

@@ -13,10 +13,11 @@ from typing import Any, Sequence
 
 from .loop import AgentSettings
 
-# The paper's baselines, as settings of the same loop. Baselines go without knowledge injection
-# (GEAK's addition); "direct" is one call from the instruction alone, "one-shot" adds the
-# retrieved example, "reflexion" is one-shot plus Reflexion's debugging loop (no optimizer).
-MODES: dict[str, dict[str, Any]] = {
+# `bench --mode`: the full agent or one of the paper's baselines, as settings of the same loop
+# (not an attempt's `memory.Mode`). Baselines go without knowledge injection (GEAK's addition);
+# "direct" is one call from the instruction alone, "one-shot" adds the retrieved example,
+# "reflexion" is one-shot plus Reflexion's debugging loop (no optimizer).
+BENCH_MODES: dict[str, dict[str, Any]] = {
     "geak": {},
     "direct": dict(iterations=1, one_shot=False, knowledge=False, reflection=False, optimizer=False),
     "one-shot": dict(iterations=1, one_shot=True, knowledge=False, reflection=False, optimizer=False),
@@ -27,12 +28,12 @@ MODES: dict[str, dict[str, Any]] = {
 def settings_for(mode: str, *, iterations: int, runs: int, seed: int, ablations: dict[str, bool],
                  max_debug_attempts: int = 5, temperature: float = 1.0, tune: bool = False,
                  tune_variants: int = 12) -> AgentSettings:
-    """The loop's settings for a mode; `ablations` ({"one_shot": False, ...}) switch parts off."""
-    if mode not in MODES:
-        raise ValueError(f"--mode {mode!r}: one of {', '.join(MODES)}")
+    """The loop's settings for a bench mode; `ablations` ({"one_shot": False, ...}) switch parts off."""
+    if mode not in BENCH_MODES:
+        raise ValueError(f"--mode {mode!r}: one of {', '.join(BENCH_MODES)}")
     base = AgentSettings(iterations=iterations, runs=runs, seed=seed, max_debug_attempts=max_debug_attempts,
                          temperature=temperature, tune=tune, tune_variants=tune_variants)
-    settings = replace(base, **MODES[mode])
+    settings = replace(base, **BENCH_MODES[mode])
     off = {k: False for k, on in ablations.items() if on is False}
     return replace(settings, **off)
 

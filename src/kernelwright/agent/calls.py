@@ -1,6 +1,6 @@
 """One LLM call of the agent: send, account, record, and turn every failure into data.
 
-The agent talks to any object with the `LLMClient.complete` signature. Every call, answered or
+The agent talks to any `protocols.LLM` (the `LLMClient.complete` signature). Every call, answered or
 not, is handed to `on_call` (the run store records it) before the caller sees the result, so a
 run killed right after a call keeps it; the response cache makes the resumed run's identical
 call free.
@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Callable
 
 from .answers import MAX_ANSWER_CHARS, bounded
-
-
-class LLM(Protocol):
-    def complete(self, messages: Sequence[dict], *, temperature: float | None = None,
-                 max_tokens: int | None = None, seed: int | None = None, sample_index: int = 0,
-                 tags: dict | None = None, **kwargs: Any) -> Any: ...
+from .protocols import LLM
 
 
 @dataclass(frozen=True)
@@ -31,7 +26,7 @@ class CallParams:
 
 @dataclass(frozen=True)
 class Reply:
-    role: str                      # "generate", "fix", "reflect", "optimize", ...
+    role: str                      # "generate", "fix", "reflect", "optimize", ... (a plain string)
     messages: list[dict]
     text: str
     model: str = ""

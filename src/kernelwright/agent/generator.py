@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .answers import CodeAnswer, parse_code_answer
-from .calls import LLM, CallParams, Reply, ask
+from .calls import CallParams, Reply, ask
 from .memory import Attempt
 from .prompts import PromptLibrary
+from .protocols import LLM
 
 
 def first_messages(prompts: PromptLibrary, base: dict[str, Any], code_to_optimize: str | None = None,

@@ -18,21 +18,24 @@ import time
 import traceback
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable
 
+from ..store import RunStore
 from ..tasks import Task
 from . import generator, optimizer, reflector
 from .answers import CodeAnswer
 from .brief import TaskBrief
-from .calls import LLM, CallParams, Reply
-from .memory import LLM_ERROR, NO_CODE, Attempt, TaskMemory
+from .budget import Budget
+from .calls import CallParams, Reply
+from .memory import LLM_ERROR, NO_CODE, Attempt, Mode, TaskMemory
 from .prompts import PromptLibrary
+from .protocols import LLM, Judge
 
+if TYPE_CHECKING:
+    from .retrieval import Example
+
+# the roles of the LLM calls (a fix's reflector call is "reflect"): part of each call's sample index
 ROLE_NUMBER = {"generate": 1, "fresh": 2, "reflect": 3, "fix": 4, "optimize": 5}
-
-
-class Judge(Protocol):
-    def submit(self, task: Task, code: str, candidate_id: str | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class AgentSettings:
 
 @dataclass(frozen=True)
 class Plan:
-    mode: str                      # generate | fresh | fix | optimize
+    mode: Mode                     # generate | fresh | fix | optimize
     line: int
     parent: int | None
 
@@ -71,13 +74,13 @@ class RunContext:
 
     llm: LLM
     judge: Judge
-    store: Any                     # RunStore
+    store: RunStore
     prompts: PromptLibrary
     settings: AgentSettings
-    budget: Any                    # Budget
+    budget: Budget
     backend_name: str = "NVIDIA"
     knowledge: str = ""
-    retrieve: Callable[[str, Task], Any] | None = None   # (query, task) -> Example | None
+    retrieve: Callable[[str, Task], Example | None] | None = None   # (query, task) -> the 1-shot example
     on_event: Callable[[str, dict], None] = lambda kind, data: None
     stopping: Callable[[], bool] = lambda: False
 
@@ -86,22 +89,23 @@ def plan_next(memory: TaskMemory, settings: AgentSettings) -> Plan | None:
     """What the next attempt is, from the attempts so far; None: the run is done."""
     last = memory.last
     if last is None:
-        return Plan("generate", 0, None)
-    has_correct = bool(memory.correct())
+        return Plan(Mode.GENERATE, 0, None)
+    best = memory.best()
     if last.passed:
         if not settings.optimizer:
             return None  # correct, and nothing more to do without the optimizer
-        return Plan("optimize", last.line + 1, memory.best().index)
+        assert best is not None  # the last attempt passed: a correct kernel exists
+        return Plan(Mode.OPTIMIZE, last.line + 1, best.index)
     if memory.failed_fixes() >= settings.max_debug_attempts:
         # the debugging trap: abandon this line
-        if has_correct and settings.optimizer:
-            return Plan("optimize", last.line + 1, memory.best().index)
-        return Plan("fresh", last.line + 1, None)
+        if best is not None and settings.optimizer:
+            return Plan(Mode.OPTIMIZE, last.line + 1, best.index)
+        return Plan(Mode.FRESH, last.line + 1, None)
     with_code = [a for a in memory.line_attempts() if a.code is not None]
     if not with_code:  # nothing in this line to fix yet: write it again
-        return Plan(last.mode if last.mode in ("generate", "fresh", "optimize") else "fresh", last.line,
-                    last.parent if last.mode == "optimize" else None)
-    return Plan("fix", last.line, with_code[-1].index)
+        return Plan(last.mode if last.mode in (Mode.GENERATE, Mode.FRESH, Mode.OPTIMIZE) else Mode.FRESH, last.line,
+                    last.parent if last.mode == Mode.OPTIMIZE else None)
+    return Plan(Mode.FIX, last.line, with_code[-1].index)
 
 
 class TaskRun:
@@ -119,7 +123,7 @@ class TaskRun:
         self.ctx.budget.start_task(self.task.name)
         if self.start_code is not None and not len(memory):
             memory = self._record(memory, self._judged(Attempt(
-                self.task.name, self.run, 0, "given", 0, None, self.start_code, strategy="the user's kernel",
+                self.task.name, self.run, 0, Mode.GIVEN, 0, None, self.start_code, strategy="the user's kernel",
                 created=time.time())))
         reason = "all iterations done"
         while self._llm_attempts(memory) < settings.iterations:
@@ -135,7 +139,7 @@ class TaskRun:
                 break
             memory = self._record(memory, self._attempt(memory, plan))
         left = self.ctx.budget.seconds_left(self.task.name)
-        if settings.tune and memory.best() is not None and not any(a.mode == "tune" for a in memory.attempts) \
+        if settings.tune and memory.best() is not None and not any(a.mode == Mode.TUNE for a in memory.attempts) \
                 and (left is None or left > 0):
             memory = self._tune(memory, left)
         best = memory.best()
@@ -158,7 +162,7 @@ class TaskRun:
 
     @staticmethod
     def _llm_attempts(memory: TaskMemory) -> int:
-        return sum(1 for a in memory.attempts if a.mode not in ("given", "tune"))
+        return sum(1 for a in memory.attempts if a.mode.by_llm)
 
     def _record(self, memory: TaskMemory, attempt: Attempt) -> TaskMemory:
         self.ctx.store.add_attempt(attempt)
@@ -194,14 +198,15 @@ class TaskRun:
         reflection = ""
         tokens, cost = 0, 0.0
         on_call = self._on_call(index)
-        if plan.mode in ("generate", "fresh"):
+        if plan.mode in (Mode.GENERATE, Mode.FRESH):
             query = self.start_code or self.brief.reference_code or self.brief.instruction
             if attempts and attempts[-1].code:
                 query = attempts[-1].code
             base = self._base(query)
             messages = generator.first_messages(self.ctx.prompts, base, self.start_code,
-                                                memory.abandoned_strategies() if plan.mode == "fresh" else ())
-        elif plan.mode == "fix":
+                                                memory.abandoned_strategies() if plan.mode == Mode.FRESH else ())
+        elif plan.mode == Mode.FIX:
+            assert parent is not None  # a fix names the attempt it fixes
             base = self._base(parent.code or "")
             if self.ctx.settings.reflection:
                 reply, reflection = reflector.reflect(self.ctx.llm, self.ctx.prompts, base, parent,
@@ -210,10 +215,12 @@ class TaskRun:
             earlier = [f"{a.kind}: {a.reason[:120]}" for a in memory.line_attempts()[:-1] if not a.passed][-3:]
             messages = generator.fix_messages(self.ctx.prompts, base, parent, reflection, earlier)
         else:  # optimize
+            assert parent is not None  # an optimization names the kernel it starts from
             base = self._base(parent.code or "")
             messages = optimizer.messages(self.ctx.prompts, base, memory.correct(), attempts,
                                           self.ctx.settings.history)
-        reply, answer = generator.write(self.ctx.llm, plan.mode, messages, entry, self._params(index, plan.mode),
+        role = plan.mode.value  # the call's role: a plain string in the calls table
+        reply, answer = generator.write(self.ctx.llm, role, messages, entry, self._params(index, role),
                                         self.tags, on_call)
         attempt = Attempt(self.task.name, self.run, index, plan.mode, plan.line, plan.parent, answer.code,
                           strategy=answer.strategy, reflection=reflection, answer=reply.text,
@@ -229,6 +236,7 @@ class TaskRun:
         return replace(attempt, kind=kind, reason=why[:500], feedback=why[:2000])
 
     def _judged(self, attempt: Attempt) -> Attempt:
+        assert attempt.code is not None  # only an attempt with code is judged
         candidate_id = f"{self.task.name}-r{self.run}-a{attempt.index}-{uuid.uuid4().hex[:8]}"
         self.ctx.on_event("judging", {"task": self.task.name, "run": self.run, "index": attempt.index})
         try:

@@ -10,14 +10,36 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
+
+if TYPE_CHECKING:
+    from ..judge import Verdict
 
 # Why an attempt has no verdict: the model gave no usable code, or the call itself failed.
 NO_CODE = "no_code"
 LLM_ERROR = "llm_error"
 
-# How an attempt came about.
-MODES = ("given", "generate", "fresh", "fix", "optimize", "tune")
+
+
+class Mode(str, Enum):
+    """How an attempt came about. A mode is its string ("fix" == Mode.FIX, str() and JSON give
+    "fix"), which is what the run store keeps, so stored attempts read back unchanged."""
+
+    GIVEN = "given"          # the user's kernel (optimize): judged first, not an iteration
+    GENERATE = "generate"    # the first attempt of a task-run
+    FRESH = "fresh"          # a new approach, after the debugging trap
+    FIX = "fix"              # a fix of a failing attempt, with the reflector's analysis
+    OPTIMIZE = "optimize"    # a faster kernel, from the correct ones so far
+    TUNE = "tune"            # the tuning pass's kept variant (no LLM call)
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def by_llm(self) -> bool:
+        """Written by the model: counts as one of the run's iterations."""
+        return self not in (Mode.GIVEN, Mode.TUNE)
 
 
 @dataclass(frozen=True)
@@ -35,7 +57,7 @@ class Attempt:
     task: str
     run: int
     index: int                    # position in the run, from 0
-    mode: str                     # one of MODES
+    mode: Mode                    # a plain string is taken too (and made a Mode)
     line: int                     # the approach it belongs to; a fresh strategy starts a new line
     parent: int | None            # the attempt it fixes or optimizes
     code: str | None              # None when the answer held no usable code
@@ -59,6 +81,10 @@ class Attempt:
     judge_s: float = 0.0
     created: float = 0.0
 
+    def __post_init__(self) -> None:
+        if type(self.mode) is not Mode:
+            object.__setattr__(self, "mode", Mode(self.mode))
+
     @property
     def passed(self) -> bool:
         return self.kind == "passed"
@@ -76,21 +102,26 @@ class Attempt:
             data["speedup_ci95"] = tuple(data["speedup_ci95"])
         return cls(**data)
 
-    def with_verdict(self, verdict: Any, feedback: str) -> "Attempt":
+    def with_verdict(self, verdict: Verdict, feedback: str) -> "Attempt":
         """A copy carrying the judge's verdict (the attempt is stored only once it has one)."""
         timings = tuple(
-            CaseTiming(c.label, c.ref_ms, c.cand_ms, c.speedup, tuple(c.ci95) if c.ci95 else None, c.roofline_ms)
+            CaseTiming(c.label, c.ref_ms, c.cand_ms, c.speedup, _interval(c.ci95), c.roofline_ms)
             for c in verdict.cases if c.kind == "performance" and c.cand_ms is not None)
         return replace(
             self, candidate_id=verdict.candidate_id or self.candidate_id, kind=verdict_kind(verdict),
             stage=verdict.stage, call=bool(verdict.call), correct=bool(verdict.correct),
             speedup=verdict.speedup, speedup_geomean=verdict.speedup_geomean,
-            speedup_ci95=tuple(verdict.speedup_ci95) if verdict.speedup_ci95 else None, timings=timings,
+            speedup_ci95=_interval(verdict.speedup_ci95), timings=timings,
             flags=tuple(verdict.flags), reason=(verdict.reason or "").splitlines()[0][:500] if verdict.reason else "",
             feedback=feedback, judge_s=float(verdict.stage_seconds.get("total", 0.0)))
 
 
-def verdict_kind(verdict: Any) -> str:
+def _interval(ci: Sequence[float] | None) -> tuple[float, float] | None:
+    """A verdict's 95% interval (a list of two) as the attempt keeps it."""
+    return cast("tuple[float, float]", tuple(ci)) if ci else None
+
+
+def verdict_kind(verdict: Verdict) -> str:
     """The judge's machine-readable failure kind (set by the trusted side). Verdicts from before
     kinds existed fall back to the stage."""
     kind = getattr(verdict, "kind", None)
@@ -152,7 +183,7 @@ class TaskMemory:
         the debugging trap watches."""
         count = 0
         for a in reversed(self.attempts):
-            if a.line != self.line or a.passed or a.mode != "fix":
+            if a.line != self.line or a.passed or a.mode != Mode.FIX:
                 break
             count += 1
         return count

@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+from .protocols import Judge
+
+if TYPE_CHECKING:
+    from ..judge import Verdict
+    from ..tasks import Task
 
 
 class JudgeMeter:
-    def __init__(self, judge: Any, slots: int) -> None:
+    """A `Judge` itself: submit passes through to the judge it wraps."""
+
+    def __init__(self, judge: Judge, slots: int) -> None:
         self.judge = judge
         self.slots = max(1, slots)
         self._lock = threading.Lock()
@@ -30,7 +39,7 @@ class JudgeMeter:
             self._last = now
             self._in_flight += delta
 
-    def submit(self, task: Any, code: str, candidate_id: str | None = None):
+    def submit(self, task: Task, code: str, candidate_id: str | None = None) -> Future[Verdict]:
         self._advance(+1)
         self.submitted += 1
         future = self.judge.submit(task, code, candidate_id)

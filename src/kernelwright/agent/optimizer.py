@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .memory import Attempt, CaseTiming
+from .memory import Attempt, CaseTiming, Mode
 from .prompts import PromptLibrary
 
 DEFAULT_HISTORY = 5  # GEAK's ancestor_num
@@ -32,7 +32,7 @@ def failed_ideas(attempts: Sequence[Attempt]) -> list[str]:
     """Optimizations that did not pass, so the model does not retry them blindly."""
     out = []
     for a in attempts:
-        if a.mode == "optimize" and not a.passed and a.strategy:
+        if a.mode == Mode.OPTIMIZE and not a.passed and a.strategy:
             out.append(f"{a.strategy.strip().splitlines()[0][:200]} -> {a.kind}: {a.reason[:160]}")
     return out[-5:]
 

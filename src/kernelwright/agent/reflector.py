@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .answers import parse_reflection
-from .calls import LLM, CallParams, Reply, ask
+from .calls import CallParams, Reply, ask
 from .memory import Attempt
 from .prompts import PromptLibrary
+from .protocols import LLM
 
 
 def messages(prompts: PromptLibrary, base: dict[str, Any], attempt: Attempt) -> list[dict]:

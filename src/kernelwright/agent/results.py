@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from ..metrics import pass_at_k
 from ..store import RunStore, write_jsonl
-from .memory import Attempt, TaskMemory, performance_key
+from .memory import Attempt, Mode, TaskMemory, performance_key
 
 # Ranking of an attempt's outcome, best last: passed > ran but wrong > did not run > no code.
 def outcome_rank(a: Attempt) -> tuple:
@@ -38,11 +38,11 @@ class TaskResult:
         """For optimize: whether a generated kernel beats the user's (None: nothing to compare)."""
         if self.best is None or self.given_speedup is None or self.best.get("speedup") is None:
             return None
-        return self.best["mode"] != "given" and self.best["speedup"] > self.given_speedup
+        return self.best["mode"] != Mode.GIVEN and self.best["speedup"] > self.given_speedup
 
 
 def _summary(a: Attempt) -> dict[str, Any]:
-    return {"run": a.run, "index": a.index, "mode": a.mode, "kind": a.kind, "stage": a.stage,
+    return {"run": a.run, "index": a.index, "mode": a.mode.value, "kind": a.kind, "stage": a.stage,
             "speedup": a.speedup, "speedup_geomean": a.speedup_geomean, "speedup_ci95": a.speedup_ci95,
             "candidate_id": a.candidate_id, "reason": a.reason,
             "timings": [asdict(t) for t in a.timings]}
@@ -62,7 +62,7 @@ def task_result(store: RunStore, task: str, runs: int, attempts: list[Attempt] |
     c = sum(1 for r in range(runs) if any(a.passed and a.run == r for a in attempts))
     cost, tokens = store.spend(task)
     closest = max(attempts, key=outcome_rank) if attempts and best is None else None
-    given = [a.speedup for a in attempts if a.mode == "given" and a.passed and a.speedup is not None]
+    given = [a.speedup for a in attempts if a.mode == Mode.GIVEN and a.passed and a.speedup is not None]
     return TaskResult(task, runs, len(attempts), c, _summary(best) if best else None,
                       _summary(closest) if closest else None,
                       {k: pass_at_k(runs, c, k) for k in range(1, runs + 1)}, tokens, cost, store.call_count(task),

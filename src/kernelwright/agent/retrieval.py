@@ -286,6 +286,7 @@ def _load_json(path: str, stamp: tuple) -> Corpus:
         raise ValueError(f"corpus {path}: expected a JSON list of objects with a code field")
     examples = []
     for i, item in enumerate(data):
+        code: str | None
         if isinstance(item, str):
             code, name = item, f"{Path(path).stem}[{i}]"
         elif isinstance(item, dict):

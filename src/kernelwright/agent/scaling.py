@@ -22,7 +22,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..metrics import TaskOutcome, summarize
-from .memory import Attempt
+from .memory import Attempt, Mode
 
 FAST_PS = (0.0, 1.0, 1.5, 2.0)
 BOOTSTRAP_SAMPLES = 2000
@@ -32,11 +32,11 @@ def run_outcome(task: str, attempts: Iterable[Attempt], iterations: int | None, 
     """One task-run cut to its first `iterations` LLM attempts (all with None)."""
     kept, n = [], 0
     for a in sorted(attempts, key=lambda a: a.index):
-        if a.mode == "tune":
+        if a.mode == Mode.TUNE:
             if tuned:
                 kept.append(a)
             continue
-        if a.mode != "given":
+        if a.mode != Mode.GIVEN:
             n += 1
             if iterations is not None and n > iterations:
                 continue
@@ -94,7 +94,7 @@ def scaling(attempts: Iterable[Attempt], tasks: Sequence[str], runs: int, iterat
             by_task[a.task].setdefault(a.run, []).append(a)
     per_iteration = [point(by_task, unsupported, t, runs) for t in range(1, iterations + 1)]
     per_runs = [point(by_task, unsupported, iterations, n) for n in range(1, runs + 1)]
-    has_tuning = any(a.mode == "tune" for per_run in by_task.values() for a_list in per_run.values() for a in a_list)
+    has_tuning = any(a.mode == Mode.TUNE for per_run in by_task.values() for a_list in per_run.values() for a in a_list)
     tuned = point(by_task, unsupported, iterations, runs, tuned=True) if has_tuning else None
     return {"tasks": len(tasks), "runs": runs, "iterations": iterations,
             "per_iteration": [asdict(p) for p in per_iteration], "per_runs": [asdict(p) for p in per_runs],

@@ -13,7 +13,7 @@ import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..store import RunStore
 from ..tasks import Task
@@ -21,22 +21,26 @@ from .brief import brief_for
 from .loop import RunContext, TaskRun
 from .results import TaskResult, write_outputs
 
+if TYPE_CHECKING:
+    from ..llm.cache import CachedResponse, ResponseCache
+    from .retrieval import Example
+
 
 class RunCache:
     """The LLM response cache of an agent run: the run directory's own cache, which makes a
     resumed run free, read before the user's global cache (when that is on), which replays
     identical requests of earlier runs (same prompt, seed and sample)."""
 
-    def __init__(self, run_cache: Any, shared: Any | None = None) -> None:
+    def __init__(self, run_cache: ResponseCache, shared: ResponseCache | None = None) -> None:
         self.run_cache, self.shared = run_cache, shared
 
-    def get(self, key: str):
+    def get(self, key: str) -> CachedResponse | None:
         hit = self.run_cache.get(key)
         if hit is None and self.shared is not None:
             hit = self.shared.get(key)
         return hit
 
-    def put(self, key: str, model_id: str, request: Any, response: Any) -> None:
+    def put(self, key: str, model_id: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
         self.run_cache.put(key, model_id, request, response)
         if self.shared is not None:
             self.shared.put(key, model_id, request, response)
@@ -64,7 +68,7 @@ def golden_sources(task: Task) -> list[str]:
     return out
 
 
-def make_retrieve(corpus_paths: Sequence[Path] = ()) -> Callable[[str, Task], Any]:
+def make_retrieve(corpus_paths: Sequence[Path] = ()) -> Callable[[str, Task], Example | None]:
     """(query, task) -> the most similar example by code, never the task's own solution."""
     from .retrieval import Retriever, load_corpus
 
@@ -72,7 +76,7 @@ def make_retrieve(corpus_paths: Sequence[Path] = ()) -> Callable[[str, Task], An
     excluded: dict[str, list[str]] = {}
     lock = threading.Lock()
 
-    def retrieve(query: str, task: Task):
+    def retrieve(query: str, task: Task) -> Example | None:
         with lock:
             if task.ref not in excluded:
                 excluded[task.ref] = golden_sources(task)

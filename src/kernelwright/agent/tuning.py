@@ -33,11 +33,16 @@ import itertools
 import math
 import time
 import uuid
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Protocol
+from typing import TYPE_CHECKING, Iterable, Iterator
 
-from .memory import Attempt
+from .memory import Attempt, Mode
+from .protocols import Judge
+
+if TYPE_CHECKING:
+    from ..judge import Verdict
+    from ..tasks import Task
 
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
@@ -46,10 +51,6 @@ GROUP_RANGE = (1, 64)
 CONFIG_DEFAULTS = {"num_warps": 4, "num_stages": 3}   # triton.Config's defaults
 SHORT_CONFIG_LIST = 4      # autotune lists up to this long also get num_warps/num_stages changed
 MIN_GAIN = 1.01            # a kept variant is at least 1% faster (see _beats)
-
-
-class Judge(Protocol):
-    def submit(self, task: Any, code: str, candidate_id: str | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,9 @@ class _Source:
             self.starts.append(self.starts[-1] + len(line))
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.starts[node.lineno - 1] + node.col_offset,
-                self.starts[node.end_lineno - 1] + node.end_col_offset)
+        # (ast.AST declares no positions; every node given here is an expression that has them)
+        return (self.starts[node.lineno - 1] + node.col_offset,  # type: ignore[attr-defined]
+                self.starts[node.end_lineno - 1] + node.end_col_offset)  # type: ignore[attr-defined]
 
     def text(self, node: ast.AST) -> str:
         a, b = self.span(node)
@@ -244,29 +246,30 @@ def _jit_params(tree: ast.Module) -> dict[str, list[ast.arg]]:
 def _launch_knobs(tree: ast.Module, src: _Source, scopes: _Scopes) -> list[_Knob]:
     kernels = _jit_params(tree)
     knobs: dict[tuple[int, int], _Knob] = {}
-    sites = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)]
-    sites.sort(key=lambda n: (n.lineno, n.col_offset))
-    named_sites = {ast.unparse(s.func.value) for s in sites}
-    for site in sites:
-        kernel = ast.unparse(site.func.value)
+    sites = [(n, n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)]
+    sites.sort(key=lambda s: (s[0].lineno, s[0].col_offset))
+    named_sites = {ast.unparse(launched.value) for _, launched in sites}
+    for site, launched in sites:
+        kernel = ast.unparse(launched.value)
         # (parameter name, value node) of the launch
         params: list[tuple[str, ast.AST]] = [(k.arg, k.value) for k in site.keywords if k.arg]
         formal = kernels.get(kernel, [])
         for i, arg in enumerate(site.args):
             if isinstance(arg, ast.Starred):
                 break
-            if i < len(formal) and formal[i].annotation is not None \
-                    and "constexpr" in ast.unparse(formal[i].annotation):
+            annotation = formal[i].annotation if i < len(formal) else None
+            if annotation is not None and "constexpr" in ast.unparse(annotation):
                 params.append((formal[i].arg, arg))
         site_knobs: list[_Knob] = []
         for name, value in params:
             kind = _knob_kind(name)
-            literal, label = value, name
+            literal: ast.AST | None = value
+            label = name
             if isinstance(value, ast.Name):
                 literal, label = scopes.assigned_once(value.id, site), value.id
                 kind = kind or _knob_kind(value.id)
             v = _int_literal(literal)
-            if kind is None or v is None:
+            if kind is None or v is None or literal is None:   # (no literal: v is None)
                 continue
             choices = _choices(kind, name if _knob_kind(name) else label, v)
             if not choices:
@@ -278,7 +281,7 @@ def _launch_knobs(tree: ast.Module, src: _Source, scopes: _Scopes) -> list[_Knob
                 knob = knobs[span] = _Knob(label, site_name, kind, v, [span], choices)
             site_knobs.append(knob)
         # a grid literal equal to a block size changes with it (when no other block size has it)
-        grid = site.func.slice
+        grid: ast.AST = launched.slice
         if isinstance(grid, ast.Name):
             grid = scopes.assigned_once(grid.id, site) or grid
         block_values = [k.value for k in site_knobs if k.kind == "block"]
@@ -299,8 +302,8 @@ def _autotunes(tree: ast.Module, scopes: _Scopes) -> list[tuple[str, ast.List]]:
         for deco in node.decorator_list:
             if not (isinstance(deco, ast.Call) and ast.unparse(deco.func).split(".")[-1] == "autotune"):
                 continue
-            configs = next((k.value for k in deco.keywords if k.arg == "configs"),
-                           deco.args[0] if deco.args else None)
+            configs: ast.AST | None = next((k.value for k in deco.keywords if k.arg == "configs"),
+                                           deco.args[0] if deco.args else None)
             if isinstance(configs, ast.Name):
                 configs = scopes.assigned_once(configs.id, deco)
             if isinstance(configs, ast.List) and configs.elts and \
@@ -314,7 +317,7 @@ def _describe_config(src: _Source, config: ast.AST) -> str:
         parts = []
         if config.args and isinstance(config.args[0], ast.Dict):
             for k, v in zip(config.args[0].keys, config.args[0].values):
-                key = k.value if isinstance(k, ast.Constant) else (ast.unparse(k) if k else "**")
+                key = str(k.value) if isinstance(k, ast.Constant) else (ast.unparse(k) if k else "**")
                 parts.append(f"{key}={ast.unparse(v)}")
         for name, arg in zip(("num_warps", "num_stages"), config.args[1:3]):
             parts.append(f"{name}={ast.unparse(arg)}")
@@ -454,6 +457,7 @@ def _rewrites(code: str, max_variants: int) -> tuple[list[Variant], str]:
     for edits, description in candidates:
         if len(out) >= max_variants:
             break
+        assert src is not None  # there are candidates: the code parsed
         new = src.apply(edits)
         if new is None or new in seen:
             continue
@@ -469,7 +473,7 @@ def _rewrites(code: str, max_variants: int) -> tuple[list[Variant], str]:
 
 
 # -- the pass ----------------------------------------------------------------------------------------
-def _beats(verdict: Any, original: float) -> bool:
+def _beats(verdict: Verdict, original: float) -> bool:
     """The keep rule. The judge interleaves the reference and the candidate and reports the
     speedup against the reference, so speedups of two verdicts of one task are comparable. A
     variant is kept when the lower end of its speedup's 95% interval lies above the original's
@@ -486,14 +490,14 @@ def _num(x: float) -> str:
     return f"{x:.3f}" if abs(x) >= 0.1 else f"{x:.3g}"   # (interpreter speedups are ~0.001x)
 
 
-def _speed(verdict: Any) -> str:
+def _speed(verdict: Verdict) -> str:
     if verdict.speedup is None:
         return "speed not measured"
     ci = f" (95% CI {_num(verdict.speedup_ci95[0])}-{_num(verdict.speedup_ci95[1])})" if verdict.speedup_ci95 else ""
     return f"{_num(verdict.speedup)}x{ci}"
 
 
-def tune(task: Any, best: Attempt, judge: Judge, budget: TuneBudget, next_index: int, run: int,
+def tune(task: Task, best: Attempt | None, judge: Judge, budget: TuneBudget, next_index: int, run: int,
          line: int | None = None) -> TuneResult:
     """Judge launch-parameter variants of `best` (a verified attempt) and return the fastest
     correct one that beats it, as an Attempt of mode "tune" (index `next_index`, parent
@@ -511,8 +515,8 @@ def tune(task: Any, best: Attempt, judge: Judge, budget: TuneBudget, next_index:
     if not found:
         return TuneResult(None, 0, 0, 0.0, [why])
     deadline = started + max(0.0, budget.max_seconds)
-    futures: dict[Any, tuple[int, Variant]] = {}
-    verdicts: dict[int, Any] = {}
+    futures: dict[Future[Verdict], tuple[int, Variant]] = {}
+    verdicts: dict[int, Verdict] = {}
     notes: dict[int, str] = {}
     for i, v in enumerate(found):
         cid = f"{name}-r{run}-tune{next_index}.{i}-{uuid.uuid4().hex[:8]}"
@@ -553,7 +557,7 @@ def tune(task: Any, best: Attempt, judge: Judge, budget: TuneBudget, next_index:
         return TuneResult(None, len(verdicts), len(passed), judge_seconds, lines)
     _, _, i = max(winners)
     verdict, variant = passed[i], found[i]
-    attempt = Attempt(name, run, next_index, "tune", best.line if line is None else line, best.index, variant.code,
+    attempt = Attempt(name, run, next_index, Mode.TUNE, best.line if line is None else line, best.index, variant.code,
                       strategy=f"tuning: {variant.description}", tokens=0, cost_usd=0.0,
                       candidate_id=verdict.candidate_id or "", created=time.time())
     attempt = attempt.with_verdict(verdict, verdict.feedback())
