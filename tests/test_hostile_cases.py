@@ -127,7 +127,8 @@ def test_the_generic_numerics_tag_needs_one_hostile_case(tmp_path):
 
 
 def test_untagged_tasks_need_nothing(tmp_path):
-    load_task_file(_write(tmp_path, extra="", hidden=PLAIN_HIDDEN))
+    task = load_task_file(_write(tmp_path, extra="", hidden=PLAIN_HIDDEN))
+    assert task.tags == () and not any(case_kinds(c) for c in task.hidden_cases)  # loaded without any
 
 
 @pytest.mark.parametrize("extra, hidden, expected", [
