@@ -10,6 +10,9 @@ from kernelwright.tasks import load_task_file
 
 from .conftest import CANDIDATES, QUICK_PERF
 
+# Measures a candidate's CPU time and the worker's wall clock around each timed block: alone.
+pytestmark = pytest.mark.serial
+
 TASK = load_task_file(CANDIDATES.parent / "tasks" / "tiny_add.py")
 KINDS = {
     "background_thread.py": "background_work",

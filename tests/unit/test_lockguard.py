@@ -13,6 +13,9 @@ import pytest
 from kernelwright.judge import gpulock, lockguard, lockholders
 from kernelwright.judge.failures import CaseFailed
 
+# A writer's checks counted over a wall-clock window of 0.5-3 s: alone on the machine.
+pytestmark = pytest.mark.serial
+
 HOLD = ("import fcntl, os, sys, time\n"
         "if sys.argv[2] == 'daemon' and os.fork():\n"
         "    os._exit(0)\n"  # the holder's parent exits: it is re-parented, outside our tree
