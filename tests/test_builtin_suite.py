@@ -148,6 +148,7 @@ def refcheck_runs():
             future.cancel()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TASK_NAMES)
 def test_triton_reference_matches_pytorch_reference_under_interpreter(name, refcheck_runs):
     report = refcheck_runs[name].result()

@@ -34,6 +34,7 @@ def verdicts():
     return dict(zip(KINDS, results))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(KINDS))
 def test_kind(verdicts, name):
     verdict = verdicts[name]
@@ -42,6 +43,7 @@ def test_kind(verdicts, name):
         assert verdict.stage == "performance" and verdict.correct and verdict.speedup is None
 
 
+@pytest.mark.slow
 def test_honest_candidate_records_the_cross_checks(verdicts):
     perf = [c for c in verdicts["good.py"].cases if c.kind == "performance" and c.ok]
     assert perf
