@@ -51,3 +51,61 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# -- running in parallel: `pytest -n auto --dist loadfile` ----------------------------------------
+# A file's tests run on one xdist worker, in order: its module- and session-scoped fixtures (often
+# a whole judge pool's run) are computed once, not once per worker. (Not `--dist loadgroup`: with
+# pytest 9.2, pytest-xdist 3.8 silently ignores xdist_group marks, pytest-xdist issue 1386.)
+
+class _Turn:
+    """This xdist worker's hold on the run's turn files (one pair for all workers of a run, in
+    the run's shared temporary directory): every test holds `lock` shared, a `serial` test holds
+    it exclusively, so it runs while no other worker runs a test. As in the judge's GPU lock, a
+    taker passes `turnstile` first and a serial test keeps it while it waits, so other workers'
+    next tests queue behind it instead of starving it; consecutive serial tests keep both."""
+
+    def __init__(self, folder: Path) -> None:
+        self.lock, self.turnstile = open(folder / "serial.lock", "a"), open(folder / "serial.turnstile", "a")
+        self.held: str | None = None  # "shared" / "serial"
+
+    def take(self, how: str) -> None:
+        import fcntl
+
+        if self.held == how == "serial":
+            return
+        self.release()
+        fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+        fcntl.flock(self.lock, fcntl.LOCK_EX if how == "serial" else fcntl.LOCK_SH)
+        if how == "shared":
+            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        self.held = how
+
+    def release(self) -> None:
+        import fcntl
+
+        if self.held is not None:
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+            self.held = None
+
+
+_turn: _Turn | None = None
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outside pytest-timeout's clock: waiting is no hang
+def pytest_runtest_protocol(item, nextitem):
+    """Under pytest-xdist, a test marked `serial` has the machine to itself (see `_Turn`)."""
+    global _turn
+    if not hasattr(item.config, "workerinput"):  # not an xdist worker: nothing runs beside it
+        yield
+        return
+    if _turn is None:
+        # the run's base temporary directory, shared by its workers (each has popen-gwN inside)
+        _turn = _Turn(item.config._tmp_path_factory.getbasetemp().parent)
+    _turn.take("serial" if item.get_closest_marker("serial") else "shared")
+    try:
+        yield
+    finally:
+        if nextitem is None or not (_turn.held == "serial" and nextitem.get_closest_marker("serial")):
+            _turn.release()

@@ -114,6 +114,7 @@ def test_add(n, request):
 '''
 
 
+@pytest.mark.slow
 def test_inputs_a_rocm_test_skips_are_recorded_as_skipped_not_failed(tmp_path, monkeypatch):
     from kernelwright.suites import geak_rocm
     from kernelwright.suites.geak_rocm import rocm_task

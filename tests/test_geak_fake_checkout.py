@@ -110,6 +110,9 @@ def test_suite_loads_with_perf_inputs(checkout):
     assert [c.label for c in task.perf_cases] == ["input 0: 1024 float32", "input 1: 8192 float32"]
 
 
+@pytest.mark.slow
+# timed with QUICK_PERF: on a loaded machine an honest candidate failed timing_mismatch beside another test
+@pytest.mark.serial
 @pytest.mark.parametrize("candidate,stage,reason", [
     (None, "passed", ""),
     ("good.py", "passed", ""),
@@ -145,6 +148,7 @@ def half_checkout(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("candidate,stage", [(None, "passed"), ("full.py", "passed"),
                                              ("wrong_half.py", "correctness")])
 def test_reference_with_unwritten_outputs(half_checkout, candidate, stage):
@@ -202,6 +206,7 @@ def puzzle1(x: torch.Tensor):
 ''')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("golden,why", [(STICKY, "read poisoned memory"), (LEFTOVER, "after a probe")],
                          ids=["breaks_on_poison", "fails_after_a_probe"])
 def test_reference_broken_by_probes_fails_the_candidate_with_the_reason(tmp_path, golden, why):
@@ -216,6 +221,7 @@ def test_reference_broken_by_probes_fails_the_candidate_with_the_reason(tmp_path
     assert any("not probed" in note and why in note for note in notes), notes
 
 
+@pytest.mark.slow
 def test_test_section_that_redefines_the_kernel_does_not_replace_the_candidate(tmp_path):
     """quantize_kv_copy.py's test section redefines its kernel and wrapper: appended to a candidate
     (as GEAK-eval does), the golden code would run in the candidate's place."""
@@ -264,6 +270,7 @@ OVERREAD_PERF = PERF.replace("add_value", "scaled_op").replace("puzzle1", "scale
     "return scaled_ref(input_tensor)", "return scaled_ref(*input_tensor)")
 
 
+@pytest.mark.slow
 def test_reference_reading_past_an_input_is_compared_where_defined(tmp_path):
     """A golden that reads past the end of an input at perf shapes computes from whatever lies
     next to that input: the probes surround inputs with poisoned guard zones, so those positions
@@ -296,6 +303,7 @@ APPENDING_PERF = PERF.replace(
     "            self.input_tensors.append(torch.rand(2 ** i, dtype=torch.float32))\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("perf, one_by_one", [(APPENDING_PERF, True), (PERF, False)])
 def test_perf_inputs_are_built_per_case_where_the_script_allows(tmp_path, perf, one_by_one):
     """A script that appends one entry per case gets each case built alone (no CPU build of every
@@ -324,6 +332,7 @@ result_gold = test_scaled()
 '''
 
 
+@pytest.mark.slow
 def test_reference_reading_past_a_tensor_its_test_made_is_compared_where_defined(tmp_path):
     """GEAK test functions build their inputs themselves; a golden reading past one of them
     computes from neighbouring memory. The probes place every tensor the call creates between
@@ -345,6 +354,7 @@ def test_reference_reading_past_a_tensor_its_test_made_is_compared_where_defined
     assert flags and "leaves 768 output value(s)" in flags[0], elsewhere.flags
 
 
+@pytest.mark.slow
 def test_a_reference_that_hangs_is_reported_with_where_it_hung(tmp_path):
     """A golden whose test never returns (TritonBench's chunk_retention_ops compiles for minutes
     under Triton 3.6): the task is reported unrunnable, and the reason carries the stack."""
@@ -361,6 +371,7 @@ HARNESS_ONLY_PERF = PERF.replace("return puzzle1(input_tensor)", "return input_t
     "return puzzle1_ref(input_tensor)", "return input_tensor + 10")
 
 
+@pytest.mark.slow
 def test_perf_cases_that_never_run_the_tasks_kernels_are_reported_not_timed(tmp_path):
     """ROCm's rmsnorm_bwd times only a forward kernel its test section defines: the task's own
     kernel never runs in its perf cases. Such a case says so and is not timed, instead of failing

@@ -127,7 +127,8 @@ def test_the_generic_numerics_tag_needs_one_hostile_case(tmp_path):
 
 
 def test_untagged_tasks_need_nothing(tmp_path):
-    load_task_file(_write(tmp_path, extra="", hidden=PLAIN_HIDDEN))
+    task = load_task_file(_write(tmp_path, extra="", hidden=PLAIN_HIDDEN))
+    assert task.tags == () and not any(case_kinds(c) for c in task.hidden_cases)  # loaded without any
 
 
 @pytest.mark.parametrize("extra, hidden, expected", [
@@ -268,6 +269,7 @@ def _hostile_labels(task_name: str, kinds: set[str]) -> list[str]:
     return [c.label for c in task.hidden_cases if kinds & set(case_kinds(c)) and c.dtype != "bfloat16"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_name, candidate, kinds", [
     ("softmax", CANDIDATES / "softmax" / "no_max_subtraction.py", {"large-magnitude", "all-negative"}),
     ("silu", CANDIDATES / "silu" / "exp_ratio.py", {"large-magnitude"}),
@@ -288,6 +290,7 @@ def test_naive_candidate_passed_the_old_cases_and_fails_the_hostile_ones(task_na
         assert any(f"{bad} vs" in report[label][0] for bad in ("nan", "inf", "-inf")), report[label][0]
 
 
+@pytest.mark.slow
 def test_layernorm_with_naive_variance_fails_the_large_magnitude_cases():
     # E[x^2] - E[x]^2 already failed the old shift=100 case (now marked large-magnitude): no hole
     # there, but the new cases (mean 1000) fail it by far more
@@ -301,6 +304,7 @@ def test_layernorm_with_naive_variance_fails_the_large_magnitude_cases():
     assert len(failing) >= 2, report
 
 
+@pytest.mark.slow
 def test_the_judge_fails_a_softmax_without_max_subtraction_at_correctness():
     """End to end: the real judge (one interpreter worker) on the naive softmax."""
     from kernelwright.tasks import resolve_task

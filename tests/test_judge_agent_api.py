@@ -56,6 +56,7 @@ def submitted():
     return verdicts, sources
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(KINDS))
 def test_every_verdict_has_the_right_kind(submitted, name):
     verdict = submitted[0][name]
@@ -64,18 +65,21 @@ def test_every_verdict_has_the_right_kind(submitted, name):
     assert verdict.candidate_id == f"id/{name}"
 
 
+@pytest.mark.slow
 def test_the_failing_case_carries_the_kind(submitted):
     verdict = submitted[0]["wrong_shape"]
     failing = [c for c in verdict.cases if c.ok is False]
     assert failing and failing[0].failure == "wrong_shape_dtype"
 
 
+@pytest.mark.slow
 def test_submitted_sources_are_private_and_removed_on_close(submitted):
     _, sources = submitted
     assert sources is not None and not sources.exists()  # the pool removed its directory at close
     assert stat.S_IMODE(sources.parent.stat().st_mode) == 0o700
 
 
+@pytest.mark.slow
 def test_a_crash_says_what_the_process_printed_last(submitted):
     verdict = submitted[0]["abort"]
     assert "double free or corruption" in verdict.reason
@@ -83,6 +87,7 @@ def test_a_crash_says_what_the_process_printed_last(submitted):
     assert "double free or corruption" in verdict.feedback()
 
 
+@pytest.mark.slow
 def test_detail_shows_the_candidate_frames_not_the_harness(submitted):
     verdict = submitted[0]["raises"]
     assert "raises-" in verdict.detail and "raise ValueError" in verdict.detail
@@ -90,6 +95,7 @@ def test_detail_shows_the_candidate_frames_not_the_harness(submitted):
     assert "ValueError: block size must be a power of two" in verdict.detail
 
 
+@pytest.mark.slow
 def test_feedback_is_compact_and_names_what_failed(submitted):
     verdicts = submitted[0]
     wrong = verdicts["prints_pass"].feedback()
@@ -113,6 +119,7 @@ def test_submit_after_close_raises_pool_closed():
         future.result(timeout=5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("started", [False, True], ids=["while-workers-start", "while-judging"])
 def test_closing_settles_every_waiting_submission(started):
     """Submissions queued behind the workers when the pool closes raise PoolClosed; none hangs
@@ -142,6 +149,7 @@ def test_source_over_the_limit_is_a_static_verdict():
     assert not_text.stage == "static" and not_text.kind == "syntax_error"
 
 
+@pytest.mark.slow
 def test_perf_stage_failures_have_kinds():
     task = load_task_file(CANDIDATES.parent / "tasks" / "tiny_add.py")
     options = JudgeOptions(seeds=1, seed=3, **QUICK_PERF)

@@ -32,6 +32,7 @@ def verdicts(tmp_path_factory):
     return {path.name: v for (path, _, _), v in zip(CASES, results)}, pidfile, leftovers, worker_pids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path,stage,reason", CASES, ids=[p.stem for p, _, _ in CASES])
 def test_candidate_verdict(verdicts, path, stage, reason):
     verdict = verdicts[0][path.name]
@@ -41,12 +42,14 @@ def test_candidate_verdict(verdicts, path, stage, reason):
     assert verdict.correct == (stage in ("passed", "performance"))
 
 
+@pytest.mark.slow
 def test_printed_text_is_never_parsed(verdicts):
     verdict = verdicts[0]["prints_pass.py"]
     assert "All tests PASSED" in verdict.log_tail  # kept for the reflector, as text
     assert verdict.stage == "correctness"
 
 
+@pytest.mark.slow
 def test_a_timeout_shows_where_the_candidate_was_stuck(verdicts):
     verdict = verdicts[0]["host_infinite_loop.py"]
     assert "timed out" in verdict.reason
@@ -55,6 +58,7 @@ def test_a_timeout_shows_where_the_candidate_was_stuck(verdicts):
     assert re.search(r'host_infinite_loop\.py", line 2[12] in vector_add', verdict.log_tail), verdict.log_tail
 
 
+@pytest.mark.slow
 def test_passing_verdict_records_kernels_and_seeds(verdicts):
     verdict = verdicts[0]["good.py"]
     assert verdict.kernels.get("add_kernel", 0) >= 1
@@ -65,6 +69,7 @@ def test_passing_verdict_records_kernels_and_seeds(verdicts):
     assert all("interpreter" in c.reason for c in skipped)  # bf16 is skipped with a reason
 
 
+@pytest.mark.slow
 def test_no_process_outlives_its_verdict(verdicts):
     _, pidfile, leftovers, worker_pids = verdicts
     # each worker keeps exactly its reference child and one spare candidate and reference child
@@ -89,6 +94,7 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_a_spare_reference_process_serves_the_next_task():
     """Each worker forks a reference process ahead, like its spare candidate: it survives the
     stray collection after a verdict whose reference was reused (same task twice), then serves

@@ -165,6 +165,7 @@ def test_a_reference_reply_over_the_frame_limit_says_the_problem_is_too_large(tm
     assert forged.kind != "problem_too_large"  # a candidate's own report is never believed
 
 
+@pytest.mark.slow
 def test_a_reference_reply_past_the_default_travels_when_its_worker_allows_it(tmp_path, monkeypatch):
     """The worker fixes a larger limit where the host has the memory (`footprint.reply_limit`):
     the reference's own check and the worker's read of its frame use that one number."""
@@ -198,6 +199,7 @@ def test_a_problem_too_large_for_the_machine_is_reported_before_anything_is_allo
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", ["sum", "relu"])
 def test_each_child_stays_within_the_stated_memory_factor(tmp_path, problem):
     """128 MiB of inputs (the sum: 32 KiB of outputs; the ReLU: 128 MiB). Before inputs stopped

@@ -50,6 +50,7 @@ def vector_add_verdicts():
     return dict(zip(HOSTILE, verdicts))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_candidates_fail_with_the_right_kind(vector_add_verdicts, name):
     verdict = vector_add_verdicts[name]
@@ -58,11 +59,13 @@ def test_hostile_candidates_fail_with_the_right_kind(vector_add_verdicts, name):
         assert "unreadable reply" in verdict.reason and "internal judge error" not in verdict.reason
 
 
+@pytest.mark.slow
 def test_a_token_launch_names_the_output_it_did_not_write(vector_add_verdicts):
     reason = vector_add_verdicts["token_kernel_torch_result"].reason
     assert "output was not written by the candidate's own Triton kernels" in reason, reason
 
 
+@pytest.mark.slow
 def test_forged_replies_say_what_was_wrong(vector_add_verdicts):
     assert "outputs: expected a list" in vector_add_verdicts["forged_reply_wrong_types"].reason
     assert "lacks its field" in vector_add_verdicts["forged_reply_missing_fields"].reason
@@ -71,6 +74,7 @@ def test_forged_replies_say_what_was_wrong(vector_add_verdicts):
     assert "said it was queueing for the GPU" in vector_add_verdicts["forged_wait_then_hang"].reason
 
 
+@pytest.mark.slow
 def test_a_token_launch_at_perf_size_only_fails_the_perf_check(tmp_path):
     """Honest at the test sizes, torch at the timed ones: the perf-size check catches it."""
     source = (VECTOR_ADD / "token_kernel_torch_result.py").read_text().replace(
@@ -104,6 +108,7 @@ def kernelbench(tmp_path_factory):
     return task, root
 
 
+@pytest.mark.slow
 def test_kernelbench_token_launch_fails(kernelbench):
     task, root = kernelbench
     assert "torch.relu(y)" in KB_TOKEN
@@ -142,6 +147,7 @@ def _tritonbench_checkout(root, test: str):
     return task
 
 
+@pytest.mark.slow
 def test_tritonbench_t_candidate_must_use_triton_in_every_test_call(tmp_path):
     assert POSTPROCESSING_TEST != TEST
     task = _tritonbench_checkout(tmp_path / "plain", TEST)
@@ -155,6 +161,7 @@ def test_tritonbench_t_candidate_must_use_triton_in_every_test_call(tmp_path):
     assert good.passed, good.reason
 
 
+@pytest.mark.slow
 def test_tritonbench_t_mismatch_names_the_result_key(tmp_path):
     """Issue 18 item 10: 'test_case_1', as the benchmark's test calls it, not 'output 0'."""
     task = _tritonbench_checkout(tmp_path / "plain", TEST)

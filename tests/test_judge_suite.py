@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from kernelwright.suites.runner import Record, ResultStore
 
 TASKS = "vector_add,softmax,silu,row_sum"
@@ -19,6 +21,7 @@ def run(args, **kw):
                           capture_output=True, text=True, timeout=600, **kw)
 
 
+@pytest.mark.slow
 def test_reference_run_writes_results_and_metrics(tmp_path):
     out = tmp_path / "run.jsonl"
     proc = run(["--suite", "builtin", "--candidates", "reference", "--device", "cpu", "--tasks", TASKS,
@@ -40,6 +43,7 @@ def test_reference_run_writes_results_and_metrics(tmp_path):
     assert len(out.read_text().splitlines()) == 4
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_without_loss(tmp_path):
     out = tmp_path / "run.jsonl"
     args = ["--suite", "builtin", "--candidates", "reference", "--device", "cpu", "--workers-per-device", "1",
@@ -72,6 +76,7 @@ def test_torn_last_line_is_ignored(tmp_path):
     assert set(again.records) == {"a"}
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(tmp_path):
     assert run(["--suite", "nope", "--candidates", "reference"]).returncode == 2
     missing = run(["--suite", "tritonbench-revised", "--candidates", "reference"])
@@ -80,6 +85,7 @@ def test_usage_errors_exit_2(tmp_path):
     assert run(["--suite", "builtin", "--candidates", "reference", "--tasks", "nope"]).returncode == 2
 
 
+@pytest.mark.slow
 def test_missing_candidates_are_recorded_not_dropped(tmp_path):
     cands = tmp_path / "cands"
     cands.mkdir()
@@ -175,6 +181,7 @@ def test_a_file_of_many_autotuning_configs_is_judged_first(tmp_path):
 GOOD_VECTOR_ADD = os.path.join(os.path.dirname(__file__), "candidates", "vector_add", "good.py")
 
 
+@pytest.mark.slow
 def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp_path):
     """The table is followed by the failures grouped by kind, each with the first line of its
     reason; with nothing timed there are no fast_p rows. A rerun reuses a stored verdict only for

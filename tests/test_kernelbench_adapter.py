@@ -117,6 +117,7 @@ def test_reference_run_reports_no_triton_reference(checkout, tmp_path):
     assert work.not_run[0].status == "missing" and "KernelBench ships no Triton reference" in work.not_run[0].reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("candidate,stage,reason", [
     ("L2_7_Linear_ScaledReLU.py", "passed", ""),
     ("wrong.py", "correctness", "outside tolerance"),
@@ -134,6 +135,7 @@ def test_judged(checkout, candidate, stage, reason):
         assert verdict.speedup is not None and [c.kind for c in verdict.cases].count("performance") == 1
 
 
+@pytest.mark.slow
 def test_judge_suite_cli_end_to_end(checkout, tmp_path):
     cands = tmp_path / "cands"
     cands.mkdir()  # holds no file for the task: reported as missing, with the reason

@@ -21,6 +21,7 @@ def verdicts():
     return {path.name: v for (path, _, _), v in zip(CASES, results)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path,stage,reason", CASES, ids=[p.stem for p, _, _ in CASES])
 def test_perf_verdict(verdicts, path, stage, reason):
     verdict = verdicts[path.name]
@@ -30,6 +31,7 @@ def test_perf_verdict(verdicts, path, stage, reason):
         assert verdict.correct and verdict.speedup is None
 
 
+@pytest.mark.slow
 def test_speedup_statistics_are_complete(verdicts):
     verdict = verdicts["good.py"]
     perf = [c for c in verdict.cases if c.kind == "performance"]
@@ -54,6 +56,7 @@ def test_perf_subset_spreads_from_first_to_last():
     assert perf_subset(16, 1) == {15}
 
 
+@pytest.mark.slow
 def test_untimed_perf_cases_are_reported_not_dropped():
     from kernelwright.judge import JudgeOptions, JudgePool
 
@@ -68,6 +71,7 @@ def test_untimed_perf_cases_are_reported_not_dropped():
 
 
 
+@pytest.mark.slow
 def test_trace_names_every_item_and_the_timing_turn(monkeypatch, capfd):
     """KERNELWRIGHT_TRACE=1 makes the worker print where a task's time goes while it runs: each
     correctness item, each perf-size check, the timing turn and the verdict, on stderr."""
@@ -85,6 +89,7 @@ def test_trace_names_every_item_and_the_timing_turn(monkeypatch, capfd):
     assert lines[0].endswith("good.py") and "verdict passed after" in lines[-1], lines
 
 
+@pytest.mark.slow
 def test_calls_longer_than_a_block_are_timed_two_per_block_on_one_set():
     """A call longer than a block is timed twice per block, both times on the block's own input
     set (block b uses set b): half the exclusive time of cycling every set, and a result cached

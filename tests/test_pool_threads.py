@@ -4,6 +4,8 @@ the H200: the next candidate got 'judge worker 0 died ... (exit status -9)')."""
 
 import time
 
+import pytest
+
 from kernelwright.judge import JudgeOptions, JudgePool
 from kernelwright.tasks import load_task_file
 
@@ -12,6 +14,7 @@ from .conftest import CANDIDATES
 TASK = load_task_file(CANDIDATES.parent / "tasks" / "tiny_add.py")
 
 
+@pytest.mark.slow
 def test_workers_outlive_the_threads_of_judge_many():
     options = JudgeOptions(seeds=1, perf=False)
     with JudgePool("cpu", workers=2, options=options) as pool:
@@ -27,6 +30,7 @@ def test_workers_outlive_the_threads_of_judge_many():
         assert {w.process.pid for w in pool._workers if w is not None} >= set(pids[:1])
 
 
+@pytest.mark.slow
 def test_a_judge_bug_costs_one_verdict_and_never_shifts_the_others(monkeypatch, tmp_path):
     """An exception while judging one candidate (CI once saw CPython 3.11's AST converter fail in a
     judging thread) becomes that candidate's judge_error verdict; every other verdict stays with
@@ -116,6 +120,7 @@ def test_closing_the_pool_mid_run_records_no_verdict_for_what_was_not_judged():
         pool.judge(TASK, good)
 
 
+@pytest.mark.slow
 def test_workers_start_side_by_side():
     """Only starting the process goes through the spawner thread; the handshake (importing torch,
     initialising the device) is awaited by whoever needs the worker. One after another, eight

@@ -17,11 +17,11 @@ kernelwright itself is installed from the checkout with the README's own command
 setuptools; the linked setuptools, a torch dependency, builds it). The README's other commands
 then run literally, from the README's first code blocks (parsed, so that a README edit that
 breaks them fails here), with the new environment's `bin` first on PATH, on the CPU
-(`CUDA_VISIBLE_DEVICES=""`). The test command, `pytest -m "not gpu"`, is run with `--collect-only`:
-running it in full is what CI does anyway (`.ci/run` runs the same command), and would nest the
-8-minute suite inside itself; collecting checks that the test environment the README describes
-(`pip install -e ".[dev]"`, whose extra's dependencies are linked for that step) imports every
-test module. The CPU-torch command of the set-up paragraph is the one command not run: its
+(`CUDA_VISIBLE_DEVICES=""`). The test command, `pytest -m "not gpu" -n auto --dist loadfile`, is run
+with `--collect-only`: running it in full is what CI does anyway (`.ci/run` runs the same command,
+checked here), and would nest the whole suite inside itself; collecting checks that the test
+environment the README describes (`pip install -e ".[dev]"`, whose extra's dependencies are linked
+for that step) imports every test module. The CPU-torch command of the set-up paragraph is the one command not run: its
 torch is the linked one.
 """
 
@@ -40,7 +40,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.slow
+# A venv, an install and the README's commands, each with its own limit of up to 300 s: more than
+# the suite's default per-test timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def readme_quickstart() -> list[list[str]]:
@@ -136,7 +138,8 @@ def test_readme_quickstart_in_a_fresh_venv(tmp_path):
     assert first[0].split()[:2] == ["pip", "install"] and first[0].split()[-2:] == ["-e", "."], first[0]
     install, run_commands = first[0], first[1:]
     assert run_commands and all(c.startswith("kernelwright ") for c in run_commands), run_commands
-    assert tests == ['pytest -m "not gpu"'], tests
+    assert len(tests) == 1 and tests[0].startswith('pytest -m "not gpu"'), tests
+    assert f"python -m {tests[0]}" in (ROOT / ".ci" / "run").read_text(), "CI must run the README's test command"
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, symlinks=True).create(env_dir)

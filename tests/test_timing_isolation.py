@@ -10,6 +10,9 @@ from kernelwright.tasks import load_task_file
 
 from .conftest import CANDIDATES, QUICK_PERF
 
+# Measures a candidate's CPU time and the worker's wall clock around each timed block: alone.
+pytestmark = pytest.mark.serial
+
 TASK = load_task_file(CANDIDATES.parent / "tasks" / "tiny_add.py")
 KINDS = {
     "background_thread.py": "background_work",
@@ -31,6 +34,7 @@ def verdicts():
     return dict(zip(KINDS, results))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(KINDS))
 def test_kind(verdicts, name):
     verdict = verdicts[name]
@@ -39,6 +43,7 @@ def test_kind(verdicts, name):
         assert verdict.stage == "performance" and verdict.correct and verdict.speedup is None
 
 
+@pytest.mark.slow
 def test_honest_candidate_records_the_cross_checks(verdicts):
     perf = [c for c in verdicts["good.py"].cases if c.kind == "performance" and c.ok]
     assert perf

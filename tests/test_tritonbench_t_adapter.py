@@ -108,6 +108,7 @@ def test_reference_run_reports_no_triton_reference(checkout, tmp_path):
     assert not work.to_judge and "TritonBench-T ships no Triton reference" in work.not_run[0].reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("candidate,stage,reason", [
     ("shifted_tanh.py", "passed", ""),
     ("wrong.py", "correctness", "outside tolerance"),

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from kernelwright.tasks import TaskFileError, load_task_file
-from kernelwright.tasks.validate import check_not_degenerate
+from kernelwright.tasks.validate import check_not_degenerate, degeneracy_problems
 
 TEMPLATE = '''
 """A tiny task for the degeneracy tests."""
@@ -47,11 +47,17 @@ def test_loader_rejects_degenerate_task_files(tmp_path):
 
 
 def test_sound_task_passes(tmp_path):
-    check_not_degenerate(_task(tmp_path, "good", "return torch.softmax(x, dim=-1)"))
+    task = _task(tmp_path, "good", "return torch.softmax(x, dim=-1)")
+    assert degeneracy_problems(task) == []
+    assert check_not_degenerate(task) is None  # no TaskFileError
+    assert load_task_file(task.source_path).name == "good"  # the loader's own check lets it in
 
 
 def test_sound_task_with_tuple_output_passes(tmp_path):
-    check_not_degenerate(_task(tmp_path, "good_pair", "return x.amax(dim=-1), x.argmax(dim=-1)"))
+    task = _task(tmp_path, "good_pair", "return x.amax(dim=-1), x.argmax(dim=-1)")
+    assert degeneracy_problems(task) == []  # neither output is flagged (argmax's integers included)
+    assert check_not_degenerate(task) is None
+    assert load_task_file(task.source_path).name == "good_pair"
 
 
 @pytest.mark.parametrize("name, body, why", [

@@ -17,8 +17,6 @@ import pytest
 from .agent_support import BROKEN, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, REFLECT_MARK, ROOT, TINY_ADD, answer, role_of
 from kernelwright.llm.testing import ScriptedServer
 
-pytestmark = pytest.mark.slow
-
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.Popen:
     """The command in a folder without a kernelwright.toml, ignoring the user's settings."""
@@ -60,6 +58,7 @@ SCRIPT = {"rules": [
 ], "default": answer(BROKEN)}
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_same_results_no_repeated_calls(tmp_path):
     run = tmp_path / "run"
     with ScriptedServer(SCRIPT) as server:
@@ -88,6 +87,7 @@ def test_sigkill_then_resume_same_results_no_repeated_calls(tmp_path):
     assert result["best"] is not None and (run / "best" / "tiny_add.py").is_file()
 
 
+@pytest.mark.slow
 def test_generate_from_instruction_and_reference(tmp_path):
     ref = tmp_path / "ref.py"
     ref.write_text("import torch\n\n\ndef vector_add(x, y):\n    return x + y\n\n\n"
@@ -116,6 +116,7 @@ def test_generate_usage_errors_are_clear(tmp_path):
     assert code == 2 and "no such directory" in data["error"]
 
 
+@pytest.mark.slow
 def test_optimize_starts_from_the_users_kernel(tmp_path):
     kernel = tmp_path / "mine.py"
     kernel.write_text(GOOD)
@@ -136,6 +137,7 @@ def test_optimize_starts_from_the_users_kernel(tmp_path):
     assert code == (0 if result["improved"] else 1)
 
 
+@pytest.mark.slow
 def test_resume_reuses_the_runs_base_url_and_refuses_another_commands_run(tmp_path):
     with ScriptedServer({"default": answer(GOOD)}) as server:
         code, data, err = finish(cli("generate", "--task", str(TINY_ADD), "--iterations", "1", "--out",
@@ -148,6 +150,7 @@ def test_resume_reuses_the_runs_base_url_and_refuses_another_commands_run(tmp_pa
     assert code == 2 and "kernelwright generate --resume" in data["error"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_at_once_and_resumes(tmp_path):
     """SIGINT while the model is thinking (a 60 s answer): exit 130 within seconds, the verified
     work kept, and --resume finishes the run."""

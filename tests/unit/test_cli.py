@@ -119,6 +119,7 @@ def test_eval_static_failure_json(runner, tmp_path):
     assert verdict["speedup"] is None
 
 
+@pytest.mark.slow
 def test_eval_good_candidate_json(runner):
     result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--device", "cpu", "--json",
                                  "--seeds", "1", "--seed", "5"])

@@ -8,6 +8,9 @@ import pytest
 
 from kernelwright.judge.common.gpulock import device_lock
 
+# Sub-second windows on the wall clock (a writer's patience, drains, nudges): alone on the machine.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(autouse=True)
 def _restore_compiled_kernel(monkeypatch):

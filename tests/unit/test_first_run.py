@@ -161,6 +161,7 @@ def test_tasks_of_a_checkout_with_an_unreadable_file_exit_0_naming_the_file_once
 
 # --- eval: unchecked cases (item 4, CLI side), --perf on the CPU (item 3), exit status (item 7) ---
 
+@pytest.mark.slow
 def test_eval_headline_and_json_say_when_cases_were_left_unchecked(runner):
     """vector_add has a bfloat16 case, which the interpreter skips: passed, but not all checked."""
     result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--device", "cpu", "--seeds", "1",
@@ -211,6 +212,7 @@ visible_cases = [Case("float32", shape=(64,))]
 '''
 
 
+@pytest.mark.slow
 def test_exit_status_2_for_a_rejected_task_file_and_3_when_the_judge_cannot_decide(runner, tmp_path, monkeypatch):
     """The README's exit codes, as the tool gives them: a task file whose reference fails on its own
     cases is rejected before judging (2, like any bad task file); a reference that fails only while
@@ -277,6 +279,7 @@ def test_flattened_results_keep_the_result_keys():
     assert flatten_results([torch.ones(1), torch.ones(1)]).names == ["output 0", "output 1"]
 
 
+@pytest.mark.slow
 def test_eval_perf_with_force_times_under_the_interpreter(runner):
     tiny = ROOT / "tests" / "tasks" / "tiny_add.py"
     cand = ROOT / "tests" / "candidates" / "tiny_add" / "good.py"

@@ -29,6 +29,7 @@ class Script:
         self.finished = True
 
 
+@pytest.mark.slow
 def test_count_inputs_builds_nothing_and_sees_whether_cases_are_appended_one_by_one():
     inputs, one_by_one = gpi.count_inputs(Script())
     assert [t[0].shape for t in inputs] == [(4, 4), (8, 4), (16, 4)]

@@ -10,6 +10,9 @@ import pytest
 from kernelwright.judge.sandbox.compilewatch import CompileWatch
 from kernelwright.judge.worker.child_process import ChildFailure, running_limit
 
+# Timeouts of 0.3-0.5 s that must fire within 1.5 s of wall clock: alone on the machine.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture
 def fake(fake_child):

@@ -86,6 +86,7 @@ def test_bf16_alias_uses_the_bfloat16_rate():
     assert roofline_ms(H200, {"flops": 9.89e11, "math": "bf16"}, "bfloat16") == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_builtin_cost_models_use_known_math_types():
     from kernelwright.tasks import list_builtin_tasks
 

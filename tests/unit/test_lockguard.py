@@ -14,6 +14,9 @@ from kernelwright.judge.common import gpulock, lockholders
 from kernelwright.judge.worker import lockguard
 from kernelwright.judge.worker.failures import CaseFailed
 
+# A writer's checks counted over a wall-clock window of 0.5-3 s: alone on the machine.
+pytestmark = pytest.mark.serial
+
 HOLD = ("import fcntl, os, sys, time\n"
         "if sys.argv[2] == 'daemon' and os.fork():\n"
         "    os._exit(0)\n"  # the holder's parent exits: it is re-parented, outside our tree

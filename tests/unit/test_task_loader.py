@@ -163,11 +163,13 @@ def test_bad_tolerances(tmp_path, value, problem):
 
 
 def test_nan_tolerance_is_rejected(tmp_path):
-    load_error(write_task(tmp_path, tol="tolerances = {'float32': (float('nan'), 1e-3)}"))
+    err = load_error(write_task(tmp_path, tol="tolerances = {'float32': (float('nan'), 1e-3)}"))
+    assert err.problem == "tolerances['float32'] must be finite and non-negative"
 
 
 def test_tolerances_not_a_mapping(tmp_path):
-    load_error(write_task(tmp_path, tol="tolerances = 5"))
+    err = load_error(write_task(tmp_path, tol="tolerances = 5"))
+    assert err.problem.startswith("tolerances must be a dict")
 
 
 def test_cost_must_be_callable(tmp_path):
@@ -194,7 +196,8 @@ def test_bad_mutable_args(tmp_path, value):
 
 
 def test_mutable_args_not_a_sequence(tmp_path):
-    load_error(write_task(tmp_path, misc="mutable_args = 2"))
+    err = load_error(write_task(tmp_path, misc="mutable_args = 2"))
+    assert err.problem == "mutable_args must be a tuple of argument positions"
 
 
 @pytest.mark.parametrize("value,problem", [

@@ -15,6 +15,9 @@ from kernelwright.judge.common.verdict import Verdict
 from kernelwright.judge.worker.process import Worker
 from kernelwright.tasks import resolve_task
 
+# Timing blocks that are millisecond sleeps, whose ratio must be 1.0 within 1 %: alone on the machine.
+pytestmark = pytest.mark.serial
+
 
 class ScriptedChild:
     """Answers the worker's timing requests with a fixed per-call time."""
