@@ -111,13 +111,90 @@ def import_and_run(scratch: str | None, source: str) -> dict:
             "fs": bool(applied and applied.fs)}
 
 
+GPU_KERNEL = """
+import torch, triton, triton.language as tl
+@triton.jit
+def add_one(x, out, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + i, tl.load(x + i, mask=i < n) + 1.0, mask=i < n)
+def run():
+    x = torch.arange(4096, dtype=torch.float32, device="cuda")
+    out = torch.empty_like(x)
+    add_one[(4,)](x, out, 4096, BLOCK=1024)
+    torch.cuda.synchronize()
+    return bool(torch.equal(out, x + 1))
+"""
+
+
+def gpu_variant(base: str, name: str, source: str, extra_write=(), extra_read=(), devices=None,
+                pidns=False, netns=False) -> dict:
+    """In a fresh child: confine with torch_policy + extras, then CUDA init and a compiled Triton
+    kernel. Returns where it failed, if it did."""
+    import importlib.util
+    import traceback
+
+    scratch = os.path.join(base, "gpu-" + name.replace(" ", "_").replace("/", "_"))
+    os.makedirs(scratch, exist_ok=True)
+    os.environ.pop("TRITON_INTERPRET", None)
+    out: dict = {"variant": name}
+    t0 = time.perf_counter()
+    try:
+        if pidns:
+            kind, why = confine.enter_pid_namespace(mount_proc=True)
+            out["pidns"] = kind or why
+        if name != "unconfined":
+            confine.use_scratch(scratch)
+            pol = confine.torch_policy(scratch, sources=[source], extra_write=extra_write,
+                                       extra_read=extra_read, netns=netns,
+                                       **({"devices": devices} if devices is not None else {}))
+            out["applied"] = confine.apply(pol).summary()
+        spec = importlib.util.spec_from_file_location("gpu_kernel", source)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        out["import_s"] = round(time.perf_counter() - t0, 2)
+        out["device_count"] = mod.torch.cuda.device_count()
+        out["ok"] = mod.run()
+        out["total_s"] = round(time.perf_counter() - t0, 2)
+    except BaseException:  # noqa: BLE001
+        out["error"] = traceback.format_exc()[-1500:]
+    return out
+
+
+def gpu_main(base: str) -> list:
+    source = os.path.join(base, "gpu_kernel.py")
+    with open(source, "w") as f:
+        f.write(GPU_KERNEL)
+    variants = [("unconfined", {}), ("torch_policy", {}),
+                ("+ write /proc/self", {"extra_write": ["/proc/self", "/proc/thread-self"]}),
+                ("+ write /proc", {"extra_write": ["/proc"]}),
+                ("+ read /sys /proc, write /proc/self", {"extra_read": ["/sys", "/proc"],
+                                                          "extra_write": ["/proc/self", "/proc/thread-self"]}),
+                ("+ devices /dev, write /proc", {"devices": ["/dev"], "extra_write": ["/proc"]}),
+                ("pidns+private /proc, read /proc, write /proc/self, netns",
+                 {"pidns": True, "netns": True, "extra_read": ["/proc"], "extra_write": ["/proc/self"]})]
+    results = []
+    for name, kw in variants:
+        res = in_child(lambda: gpu_variant(base, name, source, **kw))
+        results.append(res)
+        print(json.dumps(res), flush=True)
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--forks", type=int, default=50)
     ap.add_argument("--imports", type=int, default=3)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--gpu", action="store_true", help="only the GPU variants (CUDA + a compiled Triton kernel)")
     args = ap.parse_args()
     report: dict = {}
+    if args.gpu:
+        print(confine.probe().summary(), flush=True)
+        report["gpu"] = gpu_main(tempfile.mkdtemp(prefix="kw-sandbox-gpu-"))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+        return
 
     t0 = time.perf_counter()
     caps = confine.probe()
