@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from kernelwright.judge import confine  # noqa: E402
+from kernelwright.judge import confine
 
 
 def in_child(fn) -> dict:
@@ -57,7 +57,7 @@ def setup_cost(n: int, scratch: str, policy: confine.Policy, pidns: bool = False
         def child():
             t0 = time.perf_counter_ns()
             if pidns:
-                kind, why = confine.enter_pid_namespace(mount_proc=True)
+                _kind, why = confine.enter_pid_namespace(mount_proc=True)
                 if why:
                     return {"error": why}
             applied = confine.apply(policy)
@@ -174,7 +174,7 @@ def gpu_main(base: str) -> list:
                  {"pidns": True, "netns": True, "extra_read": ["/proc"], "extra_write": ["/proc/self"]})]
     results = []
     for name, kw in variants:
-        res = in_child(lambda: gpu_variant(base, name, source, **kw))
+        res = in_child(lambda name=name, kw=kw: gpu_variant(base, name, source, **kw))
         results.append(res)
         print(json.dumps(res), flush=True)
     return results
@@ -242,7 +242,7 @@ def main() -> None:
         for label in (("unconfined", "confined") if i % 2 == 0 else ("confined", "unconfined")):
             sc = os.path.join(base, f"imp-{label}-{i}")
             os.makedirs(sc)
-            runs[label].append(in_child(lambda: import_and_run(sc if label == "confined" else None, source)))
+            runs[label].append(in_child(lambda sc=sc, label=label: import_and_run(sc if label == "confined" else None, source)))
     report["import_torch_fresh_child"] = {}
     for label, rs in runs.items():
         bad = [r for r in rs if not r.get("ok")]
@@ -252,14 +252,14 @@ def main() -> None:
         print(f"import torch+triton and run a kernel (TRITON_INTERPRET=1), fresh child, {label}: {summary}")
 
     import torch  # noqa: F401 - now this process is a worker with torch and triton imported
-    import triton  # noqa: F401
+    import triton
     import triton.language  # noqa: F401
     warm: dict = {"unconfined": [], "confined": []}
     for i in range(max(args.imports, 5)):
         for label in ("unconfined", "confined"):
             sc = os.path.join(base, f"warm-{label}-{i}")
             os.makedirs(sc)
-            warm[label].append(in_child(lambda: import_and_run(sc if label == "confined" else None, source)))
+            warm[label].append(in_child(lambda sc=sc, label=label: import_and_run(sc if label == "confined" else None, source)))
     report["kernel_torch_preimported"] = {}
     for label, rs in warm.items():
         summary = {k: round(statistics.median(r[k] for r in rs if k in r) * 1e3, 2) for k in ("policy_s", "apply_s", "kernel_s")}

@@ -25,6 +25,11 @@ needs_abi6 = pytest.mark.skipif(ABI is None or ABI < 6, reason="Landlock ABI < 6
 needs_abi4 = pytest.mark.skipif(ABI is None or ABI < 4, reason="Landlock ABI < 4: no TCP rules")
 
 
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
 def attempt(fn) -> str:
     """'ok', or the exception's name and errno name (e.g. 'PermissionError EACCES')."""
     try:
@@ -257,9 +262,9 @@ def test_pid_namespace_private_proc_hides_the_worker(dirs):
             applied = confine.apply(pol)
             out = {"kind": kind, "why": why, "pid": os.getpid(), "fs": applied.fs,
                    "procs": sorted(e for e in os.listdir("/proc") if e.isdigit()),
-                   "parent_environ": attempt(lambda: open(f"/proc/{parent}/environ").read()),
+                   "parent_environ": attempt(lambda: read_text(f"/proc/{parent}/environ")),
                    "kill_parent": attempt(lambda: os.kill(parent, 0)),
-                   "own_environ": attempt(lambda: open("/proc/self/environ", "rb").read())}
+                   "own_environ": attempt(lambda: read_text("/proc/self/environ"))}
         except BaseException:  # noqa: BLE001
             out = {"crash": traceback.format_exc()}
         os.write(w, json.dumps(out).encode())
@@ -293,7 +298,7 @@ def test_pid_namespace_kills_what_outlives_pid1():
             os.setsid()
             # its pid as the outer namespace sees it (this /proc is still the outer one)
             with open("/proc/self/status") as f:
-                nspid = [ln for ln in f if ln.startswith("NSpid:")][0].split()
+                nspid = next(ln for ln in f if ln.startswith("NSpid:")).split()
             os.write(w, nspid[1].encode())
             os.close(w)
             signal.pause()
@@ -427,7 +432,7 @@ def test_torch_and_triton_interpreter_run_confined(dirs):
         x = torch.arange(100, dtype=torch.float32)
         out = torch.empty_like(x)
         add_one[(2,)](x, out, 100, BLOCK=64)
-        secret = attempt(lambda: open(os.path.join(dirs["home"], ".netrc")).read())
+        secret = attempt(lambda: read_text(os.path.join(dirs["home"], ".netrc")))
         return {"ok": bool(torch.equal(out, x + 1)), "secret": secret,
                 "torch": "torch" in sys.modules and torch.__version__}
 

@@ -32,8 +32,8 @@ import stat
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 # --- the kernel's ABI -----------------------------------------------------------------------
 
@@ -406,7 +406,7 @@ def set_rlimits(**limits: int | None) -> tuple[dict, list]:
             failed.append(f"{name} (no {_RLIMITS[name]} here)")
             continue
         try:
-            soft, hard = resource.getrlimit(res)
+            _soft, hard = resource.getrlimit(res)
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(res, (value, value))
             done[name] = value
@@ -522,7 +522,7 @@ def python_paths(sys_path: bool = False) -> list[str]:
     try:  # sysconfig imports its data module lazily: build the policy in the worker, before fork
         cands += [sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
         cands += site.getsitepackages()
-    except Exception:  # noqa: BLE001 - some virtualenvs' site.py; an unreadable prefix
+    except Exception:  # noqa: BLE001, S110 - some virtualenvs' site.py; an unreadable prefix
         pass
     cands += [p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p or "lib-dynload" in p)]
     if sys_path:
@@ -580,7 +580,7 @@ def use_scratch(scratch: str) -> dict:
             from triton import knobs
 
             knobs.cache.dir = env["TRITON_CACHE_DIR"]
-        except Exception:  # noqa: BLE001 - Triton < 3.4 reads the variable
+        except Exception:  # noqa: BLE001, S110 - Triton < 3.4 reads the variable
             pass
     return env
 
@@ -608,7 +608,7 @@ class Capabilities:
         if self.landlock_abi is None:
             parts.append(f"no Landlock ({self.landlock_error})")
         else:
-            fs, net, scope = handled_masks(self.landlock_abi)
+            _fs, net, scope = handled_masks(self.landlock_abi)
             what = ["files"] + (["network"] if net else []) + (["signals"] if scope else [])
             parts.append(f"Landlock ABI {self.landlock_abi}: {', '.join(what)}")
         ns = [n for n, ok in (("user", self.userns), ("net", self.netns), ("pid", self.pidns)) if ok]
@@ -668,13 +668,18 @@ def _try_private_proc() -> tuple[bool, str]:
     kind, why = enter_pid_namespace(mount_proc=True)  # the caller (the throwaway child) waits
     if kind is None or why:
         return False, why or ""
-    ok = os.getpid() == 1 and set(e for e in os.listdir("/proc") if e.isdigit()) <= {"1"}
+    ok = os.getpid() == 1 and {e for e in os.listdir("/proc") if e.isdigit()} <= {"1"}
     return ok, kind
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
 
 
 def _own_cgroup() -> tuple[str | None, list, str]:
     try:
-        lines = open("/proc/self/cgroup").read().splitlines()
+        lines = _read("/proc/self/cgroup").splitlines()
     except OSError as e:
         return None, [], f"/proc/self/cgroup: {e.strerror}"
     rel = next((ln[3:] for ln in lines if ln.startswith("0::")), None)
@@ -682,7 +687,7 @@ def _own_cgroup() -> tuple[str | None, list, str]:
         return None, [], "no cgroup v2 hierarchy"
     mounts = []
     try:
-        for ln in open("/proc/self/mounts"):
+        for ln in _read("/proc/self/mounts").splitlines():
             parts = ln.split()
             if parts[2] == "cgroup2":
                 mounts.append(parts[1])
@@ -692,7 +697,7 @@ def _own_cgroup() -> tuple[str | None, list, str]:
         path = os.path.normpath(m + rel)
         if os.path.isdir(path):
             try:
-                controllers = open(os.path.join(path, "cgroup.controllers")).read().split()
+                controllers = _read(os.path.join(path, "cgroup.controllers")).split()
             except OSError:
                 controllers = []
             writable = os.access(path, os.W_OK) and os.access(os.path.join(path, "cgroup.procs"), os.W_OK)
@@ -714,7 +719,7 @@ def probe() -> Capabilities:
                               ("pidns", CLONE_NEWPID if os.geteuid() == 0 else CLONE_NEWUSER | CLONE_NEWPID,
                                os.geteuid() != 0)):
         try:
-            ok, why = _in_child(lambda: _try_unshare(flags, maps))
+            ok, why = _in_child(lambda flags=flags, maps=maps: _try_unshare(flags, maps))
         except OSError as e:
             ok, why = False, str(e)
         setattr(caps, name, ok)
