@@ -1,0 +1,441 @@
+"""judge/sandbox/confine.py: each attack a candidate child could try, tried in a forked child after
+`confine.apply` (the result comes back through a pipe as JSON), next to what must keep working.
+
+Linux with Landlock (ABI >= 6 for the signal and abstract-socket tests) or skipped; one test
+simulates a kernel without Landlock."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import signal
+import socket
+import sys
+import traceback
+
+import pytest
+
+from kernelwright.judge.sandbox import confine
+
+ABI, WHY = confine.landlock_abi()
+needs_landlock = pytest.mark.skipif(ABI is None, reason=f"no Landlock: {WHY}")
+needs_abi6 = pytest.mark.skipif(ABI is None or ABI < 6, reason="Landlock ABI < 6: no scoping")
+needs_abi4 = pytest.mark.skipif(ABI is None or ABI < 4, reason="Landlock ABI < 4: no TCP rules")
+
+
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def attempt(fn) -> str:
+    """'ok', or the exception's name and errno name (e.g. 'PermissionError EACCES')."""
+    try:
+        fn()
+        return "ok"
+    except OSError as e:
+        return f"{type(e).__name__} {errno.errorcode.get(e.errno, e.errno)}"
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {e}"
+
+
+def in_confined_child(policy_or_none, body, before=None, timeout=120.0) -> dict:
+    """Fork; in the child run `before()` (unconfined setup), `confine.apply(policy)` unless None,
+    then `body(applied)` -> dict; return that dict (with 'applied') to the parent."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(r)
+        out: dict
+        try:
+            if before:
+                before()
+            applied = confine.apply(policy_or_none) if policy_or_none is not None else None
+            out = body(applied) or {}
+            out["applied"] = applied.as_dict() if applied else None
+        except BaseException:  # noqa: BLE001
+            out = {"crash": traceback.format_exc()}
+        data = json.dumps(out).encode()
+        while data:
+            data = data[os.write(w, data):]
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    assert chunks, f"child sent nothing (wait status {status})"
+    result = json.loads(b"".join(chunks))
+    assert "crash" not in result, result.get("crash")
+    return result
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    """scratch (writable), src (the candidate's own source: readable), home (stands for $HOME,
+    with a secret: unreachable), elsewhere (another candidate / the run directory)."""
+    d = {name: tmp_path / name for name in ("scratch", "src", "home", "elsewhere")}
+    for p in d.values():
+        p.mkdir()
+    (d["src"] / "cand.py").write_text("X = 1\n")
+    (d["home"] / ".netrc").write_text("machine api password hunter2\n")
+    (d["elsewhere"] / "other.py").write_text("secret = 2\n")
+    return {k: str(v) for k, v in d.items()}
+
+
+def small_policy(dirs, **kw) -> confine.Policy:
+    """Enough for a forked Python that has already imported what it needs."""
+    return confine.Policy(exec=confine.python_paths() + list(confine.SYSTEM_EXEC), read=[dirs["src"], "/proc/self"],
+                          write=[dirs["scratch"]], devices=["/dev/null"], **kw)
+
+
+@needs_landlock
+def test_files_scratch_writable_rest_denied(dirs):
+    def body(applied):
+        scratch, home, elsewhere = dirs["scratch"], dirs["home"], dirs["elsewhere"]
+
+        def write(path):
+            with open(path, "w") as f:
+                f.write("x")
+
+        def read(path):
+            with open(path) as f:
+                f.read()
+
+        def mk_and_rename():
+            os.makedirs(os.path.join(scratch, "a", "b"))
+            write(os.path.join(scratch, "a", "b", "t"))
+            os.replace(os.path.join(scratch, "a", "b", "t"), os.path.join(scratch, "moved"))
+            os.truncate(os.path.join(scratch, "moved"), 0)
+            os.unlink(os.path.join(scratch, "moved"))
+
+        return {"write_scratch": attempt(lambda: write(os.path.join(scratch, "ok.txt"))),
+                "scratch_tree": attempt(mk_and_rename),
+                "write_elsewhere": attempt(lambda: write(os.path.join(elsewhere, "evil.py"))),
+                "overwrite_other_source": attempt(lambda: write(os.path.join(elsewhere, "other.py"))),
+                "write_tmp": attempt(lambda: write(f"/tmp/kw-confine-{os.getpid()}")),
+                "read_home": attempt(lambda: read(os.path.join(home, ".netrc"))),
+                "list_home": attempt(lambda: os.listdir(home)),
+                "read_other_source": attempt(lambda: read(os.path.join(elsewhere, "other.py"))),
+                "read_own_source": attempt(lambda: read(os.path.join(dirs["src"], "cand.py"))),
+                "write_own_source": attempt(lambda: write(os.path.join(dirs["src"], "cand.py"))),
+                "read_stdlib": attempt(lambda: read(os.__file__)),
+                "write_stdlib": attempt(lambda: write(os.__file__ + ".evil")),
+                "read_etc_shadow": attempt(lambda: read("/etc/shadow")),
+                "rename_out": attempt(lambda: os.rename(os.path.join(dirs["src"], "cand.py"),
+                                                         os.path.join(scratch, "stolen.py"))),
+                "symlink_escape": attempt(lambda: (os.symlink(os.path.join(home, ".netrc"),
+                                                              os.path.join(scratch, "l")),
+                                                   read(os.path.join(scratch, "l")))),
+                "hardlink_in": attempt(lambda: os.link(os.path.join(elsewhere, "other.py"),
+                                                       os.path.join(scratch, "h")))}
+
+    res = in_confined_child(small_policy(dirs), body)
+    assert res["applied"]["fs"], res["applied"]
+    assert res["write_scratch"] == res["scratch_tree"] == res["read_own_source"] == res["read_stdlib"] == "ok"
+    for attack in ("write_elsewhere", "overwrite_other_source", "write_tmp", "read_home", "list_home",
+                   "read_other_source", "write_own_source", "write_stdlib", "read_etc_shadow"):
+        assert res[attack].startswith("PermissionError"), (attack, res[attack])
+    for attack in ("rename_out", "symlink_escape", "hardlink_in"):  # EXDEV / EACCES
+        assert res[attack] != "ok", (attack, res[attack])
+    assert not os.path.exists(os.path.join(dirs["elsewhere"], "evil.py"))
+
+
+@needs_abi4
+def test_tcp_connect_and_bind_denied_parent_can_connect():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+    try:
+        def body(applied):
+            def connect():
+                with socket.create_connection(("127.0.0.1", port), timeout=2):
+                    pass
+
+            def bind():
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", 0))
+                    s.listen(1)
+
+            return {"connect": attempt(connect), "bind": attempt(bind)}
+
+        res = in_confined_child(confine.Policy(exec=confine.python_paths()), body)
+        assert res["applied"]["tcp"]
+        assert res["connect"].startswith("PermissionError"), res
+        assert res["bind"].startswith("PermissionError"), res
+        with socket.create_connection(("127.0.0.1", port), timeout=2):  # the parent still can
+            pass
+    finally:
+        server.close()
+
+
+@needs_abi6
+def test_signals_and_abstract_sockets_to_the_outside_denied():
+    parent = os.getpid()
+    abstract = socket.socket(socket.AF_UNIX)
+    name = f"\0kw-confine-{parent}"
+    abstract.bind(name)
+    abstract.listen(1)
+    try:
+        def body(applied):
+            def ptrace_attach():
+                libc = ctypes.CDLL(None, use_errno=True)
+                if libc.ptrace(16, parent, None, None) != 0:  # PTRACE_ATTACH
+                    e = ctypes.get_errno()
+                    raise OSError(e, os.strerror(e))
+                libc.ptrace(17, parent, None, None)  # PTRACE_DETACH, should we ever get here
+
+            def abstract_connect():
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(name)
+
+            own = os.fork()  # a process inside the domain stays reachable
+            if own == 0:
+                signal.pause()
+                os._exit(0)
+            inside = attempt(lambda: os.kill(own, signal.SIGKILL))
+            os.waitpid(own, 0)
+            return {"kill0": attempt(lambda: os.kill(parent, 0)),
+                    "sigstop": attempt(lambda: os.kill(parent, signal.SIGSTOP)),
+                    "sigterm_group": attempt(lambda: os.killpg(os.getpgid(parent), signal.SIGTERM)),
+                    "ptrace": attempt(ptrace_attach),
+                    "abstract_connect": attempt(abstract_connect),
+                    "kill_own_child": inside}
+
+        # own session first, as judge/child.py does (else killpg would reach the child itself)
+        res = in_confined_child(confine.Policy(exec=confine.python_paths()), body, before=os.setsid)
+        assert res["applied"]["scope_signal"] and res["applied"]["scope_abstract_unix"]
+        for attack in ("kill0", "sigstop", "sigterm_group", "ptrace", "abstract_connect"):
+            assert res[attack].startswith("PermissionError"), (attack, res[attack])
+        assert res["kill_own_child"] == "ok"
+    finally:
+        abstract.close()
+
+
+@needs_landlock
+def test_parent_proc_entries_denied_own_allowed(dirs):
+    """Allowing only /proc/self (resolved at apply time: the child's own /proc/<pid>) and
+    /proc/thread-self hides the worker's environ, mem, fd, cmdline; the child's own stay."""
+    parent = os.getpid()
+
+    def body(applied):
+        def read(p):
+            with open(p, "rb") as f:
+                f.read(1)
+
+        return {"environ": attempt(lambda: read(f"/proc/{parent}/environ")),
+                "mem": attempt(lambda: read(f"/proc/{parent}/mem")),
+                "cmdline": attempt(lambda: read(f"/proc/{parent}/cmdline")),
+                "fd": attempt(lambda: os.listdir(f"/proc/{parent}/fd")),
+                "list_proc": attempt(lambda: os.listdir("/proc")),
+                "own_environ": attempt(lambda: read("/proc/self/environ")),
+                "own_status": attempt(lambda: read(f"/proc/{os.getpid()}/status")),
+                "own_maps": attempt(lambda: read("/proc/self/maps")),
+                "own_fds": attempt(lambda: os.listdir("/proc/self/fd"))}
+
+    res = in_confined_child(small_policy(dirs), body)
+    for attack in ("environ", "mem", "cmdline", "fd", "list_proc"):
+        assert res[attack].startswith("PermissionError"), (attack, res[attack])
+    for own in ("own_environ", "own_status", "own_maps", "own_fds"):
+        assert res[own] == "ok", (own, res[own])
+
+
+@needs_landlock
+def test_pid_namespace_private_proc_hides_the_worker(dirs):
+    """Where a PID namespace and a private /proc can be created: the candidate is PID 1, sees no
+    other process, and may be given all of /proc."""
+    caps = confine.probe()
+    if not caps.private_proc:
+        pytest.skip(f"no private /proc here: {caps.notes}")
+    parent = os.getpid()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            kind, why = confine.enter_pid_namespace(mount_proc=True)  # the waiter never returns
+            pol = confine.Policy(exec=confine.python_paths(), read=["/proc"], write=[dirs["scratch"]])
+            applied = confine.apply(pol)
+            out = {"kind": kind, "why": why, "pid": os.getpid(), "fs": applied.fs,
+                   "procs": sorted(e for e in os.listdir("/proc") if e.isdigit()),
+                   "parent_environ": attempt(lambda: read_text(f"/proc/{parent}/environ")),
+                   "kill_parent": attempt(lambda: os.kill(parent, 0)),
+                   "own_environ": attempt(lambda: read_text("/proc/self/environ"))}
+        except BaseException:  # noqa: BLE001
+            out = {"crash": traceback.format_exc()}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    res = json.loads(data)
+    assert "crash" not in res, res["crash"]
+    assert res["kind"].endswith("+proc") and res["pid"] == 1 and res["fs"]
+    assert res["procs"] == ["1"], res["procs"]
+    assert res["parent_environ"].startswith("FileNotFoundError"), res
+    assert res["kill_parent"] != "ok" and res["own_environ"] == "ok"
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_pid_namespace_kills_what_outlives_pid1():
+    caps = confine.probe()
+    if not caps.pidns:
+        pytest.skip(f"no PID namespace: {caps.notes}")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        confine.enter_pid_namespace(mount_proc=False)
+        stray = os.fork()
+        if stray == 0:  # a daemon that leaves its group and session, then sleeps
+            os.setsid()
+            # its pid as the outer namespace sees it (this /proc is still the outer one)
+            with open("/proc/self/status") as f:
+                nspid = next(ln for ln in f if ln.startswith("NSpid:")).split()
+            os.write(w, nspid[1].encode())
+            os.close(w)
+            signal.pause()
+            os._exit(0)
+        os.close(w)
+        import time
+
+        time.sleep(0.2)
+        os._exit(0)  # PID 1 exits: the kernel kills the rest of its namespace
+    os.close(w)
+    outer = int(os.read(r, 100))
+    os.close(r)
+    os.waitpid(pid, 0)
+    import time
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(outer, 0)
+            with open(f"/proc/{outer}/stat") as f:
+                if f.read().split(") ")[1].startswith("Z"):
+                    break
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(outer, signal.SIGKILL)
+        pytest.fail("a process left in the PID namespace outlived its PID 1")
+
+
+def test_empty_netns_blocks_udp_and_tcp():
+    caps = confine.probe()
+    if not caps.netns:
+        pytest.skip(f"no network namespace: {caps.notes}")
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    try:
+        def body(applied):
+            def send_udp():
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                    s.sendto(b"leak", udp.getsockname())
+
+            def tcp():
+                with socket.create_connection(server.getsockname(), timeout=2):
+                    pass
+
+            return {"netns": applied.netns, "udp": attempt(send_udp), "tcp": attempt(tcp)}
+
+        res = in_confined_child(confine.Policy(exec=confine.python_paths(), netns=True, allow_tcp=True), body)
+        assert res["netns"] in ("net", "user+net")
+        assert res["udp"] != "ok" and res["tcp"] != "ok", res
+        udp.settimeout(0.2)
+        with pytest.raises(socket.timeout):
+            udp.recv(10)
+    finally:
+        udp.close()
+        server.close()
+
+
+def test_rlimit_file_size(dirs):
+    def before():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    def body(applied):
+        def big():
+            with open(os.path.join(dirs["scratch"], "big"), "wb") as f:
+                f.write(b"x" * 200_000)
+
+        return {"rlimits": applied.rlimits, "big": attempt(big)}
+
+    pol = confine.Policy(write=[dirs["scratch"]], exec=confine.python_paths(), fsize=100_000)
+    res = in_confined_child(pol, body, before=before)
+    assert res["rlimits"]["fsize"] == 100_000
+    assert "EFBIG" in res["big"], res
+
+
+def test_landlock_unavailable_reports_without_raising(monkeypatch, dirs):
+    """A kernel without Landlock (simulated: every raw syscall answers ENOSYS): apply reports the
+    missing layer and raises nothing; --sandbox strict exits 2, auto warns."""
+    monkeypatch.setattr(confine, "_syscall", lambda nr, *a: (-1, errno.ENOSYS))
+    assert confine.landlock_abi() == (None, "not in this kernel (ENOSYS)")
+
+    def body(applied):
+        with open(os.path.join(dirs["home"], ".netrc")) as f:  # unconfined: it can read
+            f.read()
+        return {"summary": applied.summary(), "layers": applied.layers}
+
+    res = in_confined_child(small_policy(dirs), body)
+    a = res["applied"]
+    assert not a["fs"] and not a["tcp"] and not a["scope_signal"] and a["landlock_abi"] is None
+    assert any(m.startswith("landlock (not in this kernel") for m in a["missing"])
+    assert res["summary"].startswith("Landlock unavailable")
+    caps = confine.Capabilities(landlock_abi=None, landlock_error="not in this kernel (ENOSYS)")
+    assert confine.check_level("strict", caps)[0] == 2
+    code, warning = confine.check_level("auto", caps)
+    assert code is None and "unconfined" in warning
+    assert confine.check_level("off", caps) == (None, None)
+    caps.landlock_abi = 7
+    assert confine.check_level("strict", caps) == (None, None)
+
+
+def test_probe_summary_never_raises():
+    caps = confine.probe()
+    line = caps.summary()
+    assert ("Landlock ABI" in line) or ("no Landlock" in line)
+    json.dumps(caps.as_dict())
+
+
+@needs_landlock
+@pytest.mark.slow
+def test_torch_and_triton_interpreter_run_confined(dirs):
+    """`import torch`, `import triton` and a Triton kernel under TRITON_INTERPRET=1 after the
+    full allow-list of torch_policy (nothing imported before the confinement: the worst case)."""
+    def before():
+        confine.use_scratch(dirs["scratch"])
+        os.environ["TRITON_INTERPRET"] = "1"
+
+    def body(applied):
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def add_one(x, out, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out + i, tl.load(x + i, mask=i < n) + 1.0, mask=i < n)
+
+        x = torch.arange(100, dtype=torch.float32)
+        out = torch.empty_like(x)
+        add_one[(2,)](x, out, 100, BLOCK=64)
+        secret = attempt(lambda: read_text(os.path.join(dirs["home"], ".netrc")))
+        return {"ok": bool(torch.equal(out, x + 1)), "secret": secret,
+                "torch": "torch" in sys.modules and torch.__version__}
+
+    res = in_confined_child(confine.torch_policy(dirs["scratch"], sources=[dirs["src"]]), body, before=before)
+    assert res["applied"]["fs"] and res["ok"], res
+    assert res["secret"].startswith("PermissionError")
