@@ -62,6 +62,8 @@ def judge_suite_command(
                                         help="Multiply every stage timeout (0.3: give up sooner on hangs)."),
     force: bool = typer.Option(False, "--force",
                                help="With --perf under the CPU interpreter: time anyway (refused by default)."),
+    sandbox: str = typer.Option("auto", "--sandbox", help="auto | strict | off: how candidates are confined "
+                                                         "(README: what the sandbox protects)."),
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
@@ -95,7 +97,7 @@ def judge_suite_command(
         out.unlink()
     store = ResultStore(out)
     defaults = JudgeOptions()
-    options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases,
+    options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases, sandbox=sandbox,
                            **TIMING_PROFILES[timing],
                            **{name: getattr(defaults, name) * timeout_scale
                               for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..tasks.model import Task
+from ..tasks.registry import cache_root
 
 
 class SuiteError(ValueError):
@@ -122,14 +123,18 @@ def cache_file(kind: str, *key: str) -> Path:
     """Where a result computed from `key` (file contents, a format version) is kept for every
     process of the machine: the coordinator computes it, the judge's children read it."""
     digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
-    return Path(tempfile.gettempdir()) / f"kernelwright-{kind}" / f"{digest}.json"
+    return cache_root() / kind / f"{digest}.json"
 
 
 def store_json(cache: Path, value: Any) -> None:
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    partial = cache.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps(value))
-    os.replace(partial, cache)
+    """Best effort: a process that may not write there (a confined judge child) just keeps none."""
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(value))
+        os.replace(partial, cache)
+    except OSError:
+        pass
 
 
 def json_cached(cache: Path, compute: Callable[[], Any]) -> Any:

@@ -58,6 +58,16 @@ NUDGE_AFTER_S = 0.1
 NUDGE_SIGNAL = signal.SIGRTMIN + 3 if hasattr(signal, "SIGRTMIN") else None
 
 
+def ensure_lock_files() -> list[str]:
+    """This GPU's two lock files, created if need be: a confined child may open them (the policy
+    names them) but could not create them in the judge's private directory."""
+    lock, turnstile = _open_lock_files()
+    paths = [lock.name, turnstile.name]
+    lock.close()
+    turnstile.close()
+    return paths
+
+
 def _open_lock_files():
     """(lock, turnstile): this GPU's two lock files, opened for flock."""
     base = lock_base()

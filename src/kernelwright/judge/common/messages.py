@@ -83,9 +83,12 @@ class Ready(Reply):
     l2_bytes: int = 0
     memory_bytes: int = 0
     sm_count: int = 0
+    # how the child is confined (`sandbox.confinement.Record.as_dict`), said before any foreign
+    # code ran in it: the candidate's becomes its verdict's `sandbox`
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     def info(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "op"}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("op", "sandbox")}
 
 
 @dataclass

@@ -44,6 +44,9 @@ class JudgeOptions:
     memory_fraction: float = 0.45     # of GPU memory a candidate may take (the reference needs the rest)
     max_perf_cases: int | None = None  # time at most this many perf cases, evenly spread (None: all)
     measure_memory: bool = False      # each verdict's `memory`: peak RSS (and device memory) per process
+    # How candidates are confined (judge/sandbox/confinement.py): "auto" with what this machine
+    # gives, "strict" refuses to judge without files, network and signals confined, "off" none
+    sandbox: str = "auto"
 
     def for_request(self, backend: str) -> dict:
         opts = asdict(self)

@@ -207,6 +207,9 @@ class Verdict:
     # peak memory per process, when measured (JudgeOptions.measure_memory): "reference",
     # "candidate" (a child's MemoryReport fields), "worker" (rss_bytes, rss_peak_bytes)
     memory: dict[str, Any] = field(default_factory=dict)
+    # how the candidate's process was confined (`--sandbox`): level, layers in effect, what is
+    # missing on this machine (`judge/sandbox/confinement.py`); empty when nothing ran it
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.kind = str(self.kind.value if isinstance(self.kind, FailureKind) else self.kind) or default_kind(self.stage)

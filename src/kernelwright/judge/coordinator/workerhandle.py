@@ -65,7 +65,9 @@ class WorkerHandle:
         # is never a directory a candidate is pointed at, so it cannot plant a compiled kernel there.
         # gpu_workers: how many of this pool's workers share the worker's GPU (1: no shared GPU lock)
         self.conn.send({"options": {"memory_fraction": options.memory_fraction, "gpu_workers": gpu_workers,
-                                    "cache_root": str(ensure_private(private / "triton"))}})
+                                    "cache_root": str(ensure_private(private / "triton")),
+                                    "sandbox": options.sandbox,
+                                    "scratch_root": str(ensure_private(private / "scratch"))}})
 
     def wait_ready(self) -> dict:
         """The worker's device description, once it has started (raises if it could not)."""
@@ -131,18 +133,19 @@ class WorkerHandle:
 
 
 def remove_worker_caches(private: Path, pids: list[int]) -> None:
-    """The Triton caches of these workers' children (a worker killed at close leaves them)."""
-    root = private / "triton"
-    for pid in pids:
-        for path in root.glob(f"w{pid}-*"):
-            shutil.rmtree(path, ignore_errors=True)
+    """The Triton caches and scratch directories of these workers' children (a worker killed at
+    close leaves them)."""
+    for root in (private / "triton", private / "scratch"):
+        for pid in pids:
+            for path in root.glob(f"w{pid}-*"):
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def sweep_stale(private: Path) -> None:
     """Remove what dead processes left in the private directory: the Triton caches of workers
-    (`triton/w<pid>-...`) and the sources of pools (`sources/sources-<pid>-...`) whose process is
+    (`triton/w<pid>-...`), their children's scratch directories (`scratch/w<pid>-...`) and the sources of pools (`sources/sources-<pid>-...`) whose process is
     gone (killed before it could clean up). A directory of a live process, another run's, stays."""
-    for folder, prefix in (("triton", "w"), ("sources", "sources-")):
+    for folder, prefix in (("triton", "w"), ("scratch", "w"), ("sources", "sources-")):
         try:
             names = os.listdir(private / folder)
         except OSError:

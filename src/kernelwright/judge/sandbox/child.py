@@ -22,7 +22,9 @@ from multiprocessing.connection import Connection
 from typing import NoReturn
 
 from ..common import procs
+from . import confinement
 from .candidate import CandidateHarness
+from .confinement import ChildSandbox
 from .reference import ReferenceHarness
 
 # On this signal faulthandler writes every thread's stack to the log (the worker sends it before
@@ -44,8 +46,12 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
         else:
             procs.make_undumpable()
         _close_fds_except(conn_fd)
-        _use_triton_cache(options.get("triton_cache"))
         _redirect_stdio(log_path)
+        # Confined now, while this is the process's only thread; its caches are pointed into
+        # its scratch, then the Triton cache at its side's (which the policy lets it write).
+        box = options.get("sandbox") or ChildSandbox(level="off")
+        options["sandbox_record"] = confinement.enter(box)
+        _use_triton_cache(options.get("triton_cache"))
         # On a timeout the worker asks for every thread's stack (written from C, so it works
         # while Python is stuck in a kernel launch, a lock or a compile) before killing us.
         faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True)

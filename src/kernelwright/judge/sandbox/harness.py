@@ -151,7 +151,8 @@ class Harness(TimedRequests):
         self.conn.send_bytes(wire.encode({**msg, "seq": self._seq}))
 
     def serve(self) -> None:
-        self.send({"op": "ready", **self._init_device()})
+        record = self.options.get("sandbox_record")
+        self.send({"op": "ready", **self._init_device(), "sandbox": record.as_dict() if record else {}})
         while True:
             try:
                 msg = self.conn.recv()  # from the trusted worker: pickle is safe in this direction

@@ -9,6 +9,7 @@ what that means for a verdict is `failures.child_failure`'s to say.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -139,6 +140,10 @@ class ChildProcess:
     # The largest frame read from this child (None: wire.MAX_REPLY_BYTES): a reference's is its
     # worker's `footprint.reply_limit`, a candidate's follows its reference's outputs per item.
     max_reply_bytes: int | None = None
+    # The child's own directory (None: not confined, or a child played by a test), removed when
+    # it is killed; and how it is confined, as it said when ready (`Ready.sandbox`).
+    scratch: str | None = None
+    sandbox: dict = {}
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -147,6 +152,9 @@ class ChildProcess:
         self.device = device
         self.on_lock_stats = on_lock_stats  # seconds the child waited for the GPU / compiled unlocked
         self.task = task
+        box = options.get("sandbox")
+        self.scratch = box.scratch if box is not None and box.on else None
+        self.sandbox = {}
         fd, self.log_path = tempfile.mkstemp(prefix=f"kernelwright-{role}-", suffix=".log")
         os.close(fd)
         parent_conn, child_conn = Pipe(duplex=True)
@@ -174,6 +182,7 @@ class ChildProcess:
                 self.kill()
                 raise ChildFailure("protocol", f"unreadable reply while starting: {exc}", self.log_tail()) from None
             self.info = reply.info()
+            self.sandbox = reply.sandbox
         return self.info
 
     def send(self, msg: dict) -> None:
@@ -362,6 +371,9 @@ class ChildProcess:
         procs.kill_group(self.pid)
         procs.reap(self.pid, timeout=5.0)
         self.alive = False
+        if self.scratch:  # its own directory: what it wrote goes with it
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
         try:
             self.conn.close()
         except OSError:

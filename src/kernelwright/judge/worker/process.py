@@ -31,12 +31,14 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ...tasks import load_task_ref
+from ...tasks.registry import CACHE_ROOT_ENV, cache_root, ref_files
 from ..common import footprint, lockholders, procs
 from ..common.footprint import proc_status_bytes
-from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
+from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock, ensure_lock_files
 from ..common.knobs import TRACE, trace
 from ..common.messages import ErrorReply, MemoryReport, MessageError, parse_reply
 from ..common.verdict import Verdict
+from ..sandbox.confinement import ChildSandbox, base_policy, candidate_data_limit, process_limit
 from . import lockguard
 from .child_process import ChildFailure, ChildProcess
 from .correctness import CorrectnessStage, check_perf_cases
@@ -71,6 +73,11 @@ class Worker:
         # How large a reference's reply may be on this machine, fixed at start for it and its
         # children alike (a candidate's follows its reference's, per item: `correctness`)
         self.reply_limit = footprint.reply_limit()
+        # Confinement (`--sandbox`): the files of every task this worker has judged, which its
+        # children may read (a spare forked before a task with other files is replaced), and the
+        # base policy, built once here before any fork.
+        self.task_files: tuple[str, ...] = ()
+        self.base_policy = None
 
     # -- the GPU lock, as this worker holds it -------------------------------------------------
     @property
@@ -180,7 +187,40 @@ class Worker:
                 "max_reply_bytes": self.reply_limit if role == "reference" else None,
                 "cpu_threads": self.options.get("cpu_threads", 1),
                 "max_file_bytes": 64 << 20,
-                "triton_cache": self.caches.get(role)}
+                "triton_cache": self.caches.get(role),
+                "sandbox": self._sandbox(role)}
+
+    def _sandbox(self, role: str) -> ChildSandbox:
+        """A child's confinement (`sandbox.confinement`): its own scratch directory, its side's
+        Triton cache and this GPU's lock files writable, the tasks' files readable; a candidate
+        also gets an empty network namespace and a memory limit. Off without a scratch root."""
+        level, root = self.options.get("sandbox", "off"), self.options.get("scratch_root")
+        if level == "off" or not root or not os.path.isdir(root):
+            return ChildSandbox(level="off")
+        if self.base_policy is None:
+            self.base_policy = base_policy()
+        scratch = tempfile.mkdtemp(prefix=f"w{os.getpid()}-{role}-", dir=root)
+        locks = ensure_lock_files() if self.device != "cpu" else []
+        write = [p for p in (self.caches.get(role), *locks) if p]
+        candidate = role == "candidate"
+        return ChildSandbox(level=level, scratch=scratch, write=tuple(write), read=self.task_files,
+                            netns=candidate, data_bytes=candidate_data_limit() if candidate else None,
+                            nproc=process_limit(), base=self.base_policy)
+
+    def _admit(self, task) -> None:
+        """Let this worker's children read `task`'s files; spares forked without them go."""
+        if self.options.get("sandbox", "off") == "off":
+            return
+        files = [f for f in ref_files(task.ref) if f not in self.task_files]
+        if not files:
+            return
+        self.task_files = (*self.task_files, *files)
+        for name in ("spare", "spare_reference"):
+            child = getattr(self, name)
+            if child is not None:
+                child.close()
+                child.remove_log()
+                setattr(self, name, None)
 
     def _make_caches(self) -> None:
         """One Triton cache directory per side (0700, random names, removed at shutdown), set in
@@ -197,6 +237,8 @@ class Worker:
     def start(self) -> dict:
         """Fork the first spare and read the device description from it."""
         self._make_caches()
+        # the children's temporary directory is their scratch: the suites' cache stays this one
+        os.environ.setdefault(CACHE_ROOT_ENV, str(cache_root()))
         self.spare = self._fork("candidate", None)
         self.info = self.spare.ready(self.options.get("start_timeout", 300))
 
@@ -317,6 +359,7 @@ class Worker:
     def judge(self, request: dict) -> dict:
 
         task = load_task_ref(request["task_ref"])
+        self._admit(task)
         started = time.monotonic()
         trace(task.name, f"judging {request['candidate_path']}")
         result = self._judge_probing(task, request)
