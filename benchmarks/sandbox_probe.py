@@ -1,9 +1,9 @@
-"""What this machine gives a candidate sandbox (confine.probe) and what confinement costs.
+"""What this machine gives a candidate sandbox (capabilities.probe) and what confinement costs.
 
   PYTHONPATH=src python benchmarks/sandbox_probe.py [--forks 50] [--imports 3] [--json out.json]
 
 Measures, in forked children of this process (as the judge's worker forks its candidates):
-- the per-child cost of confine.apply(torch_policy(...)) and of the optional layers (empty
+- the per-child cost of landlock.apply(torch_policy(...)) and of the optional layers (empty
   network namespace, PID namespace with a private /proc), median and p90 of N forks, in µs;
 - `import torch` + `import triton` + a tiny kernel under TRITON_INTERPRET=1, unconfined and
   confined, in fresh children (nothing imported before the fork: the worst case);
@@ -22,7 +22,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from kernelwright.judge.sandbox import confine
+from kernelwright.judge.common import capabilities, isolation, landlock
+from kernelwright.judge.sandbox import confinement
 
 
 def in_child(fn) -> dict:
@@ -51,16 +52,16 @@ def stats_us(samples: list[float]) -> dict:
             "p90_us": round(samples[int(0.9 * (len(samples) - 1))], 1), "min_us": round(samples[0], 1)}
 
 
-def setup_cost(n: int, scratch: str, policy: confine.Policy, pidns: bool = False) -> dict:
+def setup_cost(n: int, scratch: str, policy: landlock.Policy, pidns: bool = False) -> dict:
     samples, errors = [], []
     for _ in range(n):
         def child():
             t0 = time.perf_counter_ns()
             if pidns:
-                _kind, why = confine.enter_pid_namespace(mount_proc=True)
+                _kind, why = isolation.enter_pid_namespace(mount_proc=True)
                 if why:
                     return {"error": why}
-            applied = confine.apply(policy)
+            applied = landlock.apply(policy)
             t1 = time.perf_counter_ns()
             return {"us": (t1 - t0) / 1e3, "fs": applied.fs, "missing": applied.missing}
         res = in_child(child)
@@ -92,10 +93,10 @@ def import_and_run(scratch: str | None, source: str) -> dict:
     t0 = time.perf_counter()
     applied = None
     if scratch:
-        confine.use_scratch(scratch)
-        policy = confine.torch_policy(scratch, sources=[source])
+        confinement.use_scratch(scratch)
+        policy = confinement.torch_policy(scratch, sources=[source])
         tp = time.perf_counter()
-        applied = confine.apply(policy)
+        applied = landlock.apply(policy)
     t1 = time.perf_counter()
     spec = importlib.util.spec_from_file_location("cand_kernel", source)
     mod = importlib.util.module_from_spec(spec)
@@ -140,14 +141,14 @@ def gpu_variant(base: str, name: str, source: str, extra_write=(), extra_read=()
     t0 = time.perf_counter()
     try:
         if pidns:
-            kind, why = confine.enter_pid_namespace(mount_proc=True)
+            kind, why = isolation.enter_pid_namespace(mount_proc=True)
             out["pidns"] = kind or why
         if name != "unconfined":
-            confine.use_scratch(scratch)
-            pol = confine.torch_policy(scratch, sources=[source], extra_write=extra_write,
+            confinement.use_scratch(scratch)
+            pol = confinement.torch_policy(scratch, sources=[source], extra_write=extra_write,
                                        extra_read=extra_read, netns=netns,
                                        **({"devices": devices} if devices is not None else {}))
-            out["applied"] = confine.apply(pol).summary()
+            out["applied"] = landlock.apply(pol).summary()
         spec = importlib.util.spec_from_file_location("gpu_kernel", source)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
@@ -189,12 +190,12 @@ def main() -> None:
     args = ap.parse_args()
     report: dict = {}
     if args.gpu:
-        print(confine.probe().summary(), flush=True)
+        print(capabilities.probe().summary(), flush=True)
         report["gpu"] = gpu_main(tempfile.mkdtemp(prefix="kw-sandbox-gpu-"))
         # The judge's case: the worker has torch and triton imported (CUDA not initialised) when
         # it forks a child, so the child's imports are already done before it is confined.
-        import torch  # noqa: F401
-        import triton  # noqa: F401
+        import torch
+        import triton
 
         print("-- parent has torch and triton imported --", flush=True)
         report["gpu_parent_imported"] = gpu_main(tempfile.mkdtemp(prefix="kw-sandbox-gpu-"))
@@ -204,7 +205,7 @@ def main() -> None:
         return
 
     t0 = time.perf_counter()
-    caps = confine.probe()
+    caps = capabilities.probe()
     report["probe_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
     report["probe"] = caps.as_dict()
     print(f"probe ({report['probe_ms']} ms): {caps.summary()}")
@@ -218,15 +219,15 @@ def main() -> None:
     with open(source, "w") as f:
         f.write(KERNEL)
     t0 = time.perf_counter()
-    policy = confine.torch_policy(scratch)
+    policy = confinement.torch_policy(scratch)
     report["policy_build_us"] = round((time.perf_counter() - t0) * 1e6, 1)
     n_rules = sum(len(p) for p in (policy.read, policy.exec, policy.write, policy.devices))
     print(f"torch_policy: {n_rules} paths, built in {report['policy_build_us']} µs (in the worker, once)")
 
     variants = {
-        "fork only (baseline)": (confine.Policy(), "none"),
+        "fork only (baseline)": (landlock.Policy(), "none"),
         "apply(torch_policy)": (policy, "landlock"),
-        "apply(torch_policy, netns=True)": (confine.torch_policy(scratch, netns=True), "landlock"),
+        "apply(torch_policy, netns=True)": (confinement.torch_policy(scratch, netns=True), "landlock"),
         "apply(torch_policy) + PID ns + private /proc": (policy, "pidns"),
     }
     report["setup"] = {}

@@ -1,5 +1,5 @@
-"""judge/sandbox/confine.py: each attack a candidate child could try, tried in a forked child after
-`confine.apply` (the result comes back through a pipe as JSON), next to what must keep working.
+"""judge/common/landlock.py, isolation.py, capabilities.py and judge/sandbox/confinement.py: each attack a candidate child could try, tried in a forked child after
+`landlock.apply` (the result comes back through a pipe as JSON), next to what must keep working.
 
 Linux with Landlock (ABI >= 6 for the signal and abstract-socket tests) or skipped; one test
 simulates a kernel without Landlock."""
@@ -17,9 +17,10 @@ import traceback
 
 import pytest
 
-from kernelwright.judge.sandbox import confine
+from kernelwright.judge.common import capabilities, isolation, landlock
+from kernelwright.judge.sandbox import confinement
 
-ABI, WHY = confine.landlock_abi()
+ABI, WHY = landlock.landlock_abi()
 needs_landlock = pytest.mark.skipif(ABI is None, reason=f"no Landlock: {WHY}")
 needs_abi6 = pytest.mark.skipif(ABI is None or ABI < 6, reason="Landlock ABI < 6: no scoping")
 needs_abi4 = pytest.mark.skipif(ABI is None or ABI < 4, reason="Landlock ABI < 4: no TCP rules")
@@ -42,7 +43,7 @@ def attempt(fn) -> str:
 
 
 def in_confined_child(policy_or_none, body, before=None, timeout=120.0) -> dict:
-    """Fork; in the child run `before()` (unconfined setup), `confine.apply(policy)` unless None,
+    """Fork; in the child run `before()` (unconfined setup), `landlock.apply(policy)` unless None,
     then `body(applied)` -> dict; return that dict (with 'applied') to the parent."""
     r, w = os.pipe()
     pid = os.fork()
@@ -52,7 +53,7 @@ def in_confined_child(policy_or_none, body, before=None, timeout=120.0) -> dict:
         try:
             if before:
                 before()
-            applied = confine.apply(policy_or_none) if policy_or_none is not None else None
+            applied = landlock.apply(policy_or_none) if policy_or_none is not None else None
             out = body(applied) or {}
             out["applied"] = applied.as_dict() if applied else None
         except BaseException:  # noqa: BLE001
@@ -86,9 +87,9 @@ def dirs(tmp_path):
     return {k: str(v) for k, v in d.items()}
 
 
-def small_policy(dirs, **kw) -> confine.Policy:
+def small_policy(dirs, **kw) -> landlock.Policy:
     """Enough for a forked Python that has already imported what it needs."""
-    return confine.Policy(exec=confine.python_paths() + list(confine.SYSTEM_EXEC), read=[dirs["src"], "/proc/self"],
+    return landlock.Policy(exec=confinement.python_paths() + list(confinement.SYSTEM_EXEC), read=[dirs["src"], "/proc/self"],
                           write=[dirs["scratch"]], devices=["/dev/null"], **kw)
 
 
@@ -163,7 +164,7 @@ def test_tcp_connect_and_bind_denied_parent_can_connect():
 
             return {"connect": attempt(connect), "bind": attempt(bind)}
 
-        res = in_confined_child(confine.Policy(exec=confine.python_paths()), body)
+        res = in_confined_child(landlock.Policy(exec=confinement.python_paths()), body)
         assert res["applied"]["tcp"]
         assert res["connect"].startswith("PermissionError"), res
         assert res["bind"].startswith("PermissionError"), res
@@ -207,7 +208,7 @@ def test_signals_and_abstract_sockets_to_the_outside_denied():
                     "kill_own_child": inside}
 
         # own session first, as judge/child.py does (else killpg would reach the child itself)
-        res = in_confined_child(confine.Policy(exec=confine.python_paths()), body, before=os.setsid)
+        res = in_confined_child(landlock.Policy(exec=confinement.python_paths()), body, before=os.setsid)
         assert res["applied"]["scope_signal"] and res["applied"]["scope_abstract_unix"]
         for attack in ("kill0", "sigstop", "sigterm_group", "ptrace", "abstract_connect"):
             assert res[attack].startswith("PermissionError"), (attack, res[attack])
@@ -248,7 +249,7 @@ def test_parent_proc_entries_denied_own_allowed(dirs):
 def test_pid_namespace_private_proc_hides_the_worker(dirs):
     """Where a PID namespace and a private /proc can be created: the candidate is PID 1, sees no
     other process, and may be given all of /proc."""
-    caps = confine.probe()
+    caps = capabilities.probe()
     if not caps.private_proc:
         pytest.skip(f"no private /proc here: {caps.notes}")
     parent = os.getpid()
@@ -257,9 +258,9 @@ def test_pid_namespace_private_proc_hides_the_worker(dirs):
     if pid == 0:
         os.close(r)
         try:
-            kind, why = confine.enter_pid_namespace(mount_proc=True)  # the waiter never returns
-            pol = confine.Policy(exec=confine.python_paths(), read=["/proc"], write=[dirs["scratch"]])
-            applied = confine.apply(pol)
+            kind, why = isolation.enter_pid_namespace(mount_proc=True)  # the waiter never returns
+            pol = landlock.Policy(exec=confinement.python_paths(), read=["/proc"], write=[dirs["scratch"]])
+            applied = landlock.apply(pol)
             out = {"kind": kind, "why": why, "pid": os.getpid(), "fs": applied.fs,
                    "procs": sorted(e for e in os.listdir("/proc") if e.isdigit()),
                    "parent_environ": attempt(lambda: read_text(f"/proc/{parent}/environ")),
@@ -285,14 +286,14 @@ def test_pid_namespace_private_proc_hides_the_worker(dirs):
 
 
 def test_pid_namespace_kills_what_outlives_pid1():
-    caps = confine.probe()
+    caps = capabilities.probe()
     if not caps.pidns:
         pytest.skip(f"no PID namespace: {caps.notes}")
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        confine.enter_pid_namespace(mount_proc=False)
+        isolation.enter_pid_namespace(mount_proc=False)
         stray = os.fork()
         if stray == 0:  # a daemon that leaves its group and session, then sleeps
             os.setsid()
@@ -330,7 +331,7 @@ def test_pid_namespace_kills_what_outlives_pid1():
 
 
 def test_empty_netns_blocks_udp_and_tcp():
-    caps = confine.probe()
+    caps = capabilities.probe()
     if not caps.netns:
         pytest.skip(f"no network namespace: {caps.notes}")
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -350,7 +351,7 @@ def test_empty_netns_blocks_udp_and_tcp():
 
             return {"netns": applied.netns, "udp": attempt(send_udp), "tcp": attempt(tcp)}
 
-        res = in_confined_child(confine.Policy(exec=confine.python_paths(), netns=True, allow_tcp=True), body)
+        res = in_confined_child(landlock.Policy(exec=confinement.python_paths(), netns=True, allow_tcp=True), body)
         assert res["netns"] in ("net", "user+net")
         assert res["udp"] != "ok" and res["tcp"] != "ok", res
         udp.settimeout(0.2)
@@ -372,7 +373,7 @@ def test_rlimit_file_size(dirs):
 
         return {"rlimits": applied.rlimits, "big": attempt(big)}
 
-    pol = confine.Policy(write=[dirs["scratch"]], exec=confine.python_paths(), fsize=100_000)
+    pol = landlock.Policy(write=[dirs["scratch"]], exec=confinement.python_paths(), fsize=100_000)
     res = in_confined_child(pol, body, before=before)
     assert res["rlimits"]["fsize"] == 100_000
     assert "EFBIG" in res["big"], res
@@ -381,8 +382,8 @@ def test_rlimit_file_size(dirs):
 def test_landlock_unavailable_reports_without_raising(monkeypatch, dirs):
     """A kernel without Landlock (simulated: every raw syscall answers ENOSYS): apply reports the
     missing layer and raises nothing; --sandbox strict exits 2, auto warns."""
-    monkeypatch.setattr(confine, "_syscall", lambda nr, *a: (-1, errno.ENOSYS))
-    assert confine.landlock_abi() == (None, "not in this kernel (ENOSYS)")
+    monkeypatch.setattr(landlock, "_syscall", lambda nr, *a: (-1, errno.ENOSYS))
+    assert landlock.landlock_abi() == (None, "not in this kernel (ENOSYS)")
 
     def body(applied):
         with open(os.path.join(dirs["home"], ".netrc")) as f:  # unconfined: it can read
@@ -394,17 +395,17 @@ def test_landlock_unavailable_reports_without_raising(monkeypatch, dirs):
     assert not a["fs"] and not a["tcp"] and not a["scope_signal"] and a["landlock_abi"] is None
     assert any(m.startswith("landlock (not in this kernel") for m in a["missing"])
     assert res["summary"].startswith("Landlock unavailable")
-    caps = confine.Capabilities(landlock_abi=None, landlock_error="not in this kernel (ENOSYS)")
-    assert confine.check_level("strict", caps)[0] == 2
-    code, warning = confine.check_level("auto", caps)
+    caps = capabilities.Capabilities(landlock_abi=None, landlock_error="not in this kernel (ENOSYS)")
+    assert capabilities.check_level("strict", caps)[0] == 2
+    code, warning = capabilities.check_level("auto", caps)
     assert code is None and "unconfined" in warning
-    assert confine.check_level("off", caps) == (None, None)
+    assert capabilities.check_level("off", caps) == (None, None)
     caps.landlock_abi = 7
-    assert confine.check_level("strict", caps) == (None, None)
+    assert capabilities.check_level("strict", caps) == (None, None)
 
 
 def test_probe_summary_never_raises():
-    caps = confine.probe()
+    caps = capabilities.probe()
     line = caps.summary()
     assert ("Landlock ABI" in line) or ("no Landlock" in line)
     json.dumps(caps.as_dict())
@@ -416,7 +417,7 @@ def test_torch_and_triton_interpreter_run_confined(dirs):
     """`import torch`, `import triton` and a Triton kernel under TRITON_INTERPRET=1 after the
     full allow-list of torch_policy (nothing imported before the confinement: the worst case)."""
     def before():
-        confine.use_scratch(dirs["scratch"])
+        confinement.use_scratch(dirs["scratch"])
         os.environ["TRITON_INTERPRET"] = "1"
 
     def body(applied):
@@ -436,6 +437,6 @@ def test_torch_and_triton_interpreter_run_confined(dirs):
         return {"ok": bool(torch.equal(out, x + 1)), "secret": secret,
                 "torch": "torch" in sys.modules and torch.__version__}
 
-    res = in_confined_child(confine.torch_policy(dirs["scratch"], sources=[dirs["src"]]), body, before=before)
+    res = in_confined_child(confinement.torch_policy(dirs["scratch"], sources=[dirs["src"]]), body, before=before)
     assert res["applied"]["fs"] and res["ok"], res
     assert res["secret"].startswith("PermissionError")

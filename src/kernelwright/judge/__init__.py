@@ -19,10 +19,11 @@ from .coordinator.pool import (
     JudgeOptions,
     JudgePool,
     PoolClosed,
+    SandboxUnavailable,
     detect_backend,
 )
 
 __all__ = [
-    "CaseResult", "DeviceUnavailable", "FAILURE_KINDS", "FailureKind", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "PoolClosed", "STAGES",
+    "CaseResult", "DeviceUnavailable", "FAILURE_KINDS", "FailureKind", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "PoolClosed", "STAGES", "SandboxUnavailable",
     "Verdict", "detect_backend",
 ]

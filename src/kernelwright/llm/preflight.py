@@ -85,6 +85,17 @@ def check_triton() -> CheckResult:
     return CheckResult("triton", True, f"triton {triton.__version__}")
 
 
+def check_sandbox() -> CheckResult:
+    """What this machine gives the judge's sandbox (`--sandbox auto` uses all of it; `strict`
+    needs Landlock's files, network and signals). Informational: `auto` judges either way."""
+    from ..judge.common.capabilities import check_level, probe
+
+    caps = probe()
+    _code, strict_refusal = check_level("strict", caps)
+    detail = caps.summary() + ("; --sandbox strict would refuse to judge here" if strict_refusal else "")
+    return CheckResult("sandbox", True, detail)
+
+
 def model_setup_problems(model: str, settings: LLMSettings) -> list[CheckResult]:
     """Everything that stops `model` before a request is sent, all at once, each with its fix:
     an unknown model name, a missing key or URL, a missing SDK package."""
@@ -144,6 +155,7 @@ def run_checks(model: str | None, settings: LLMSettings, *, gpu: bool = True, de
     if gpu:
         record(check_device(device))
         record(check_triton())
+        record(check_sandbox())
     if model:
         problems = model_setup_problems(model, settings)
         for problem in problems:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..tasks.model import Task
-from ..tasks.registry import cache_root
+from ..tasks.files import cache_root
 
 
 class SuiteError(ValueError):

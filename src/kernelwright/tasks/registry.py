@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -48,31 +47,6 @@ def load_task_ref(ref: str) -> Task:
     return load_task_file(ref, check_degenerate=False)
 
 
-# Set by a judge worker for its children (which point their own temporary directory elsewhere):
-# where the suites' shared cache is, so that they read the one the coordinator wrote.
-CACHE_ROOT_ENV = "KERNELWRIGHT_SUITE_CACHE"
-
-
-def cache_root() -> Path:
-    """The suites' cache of derived data (perf labels, enumerated cases), shared by every process
-    of the machine: one directory, so that a confined judge child can be let read just it."""
-    return Path(os.environ.get(CACHE_ROOT_ENV) or Path(tempfile.gettempdir()) / "kernelwright-suite-cache")
-
-
-def ref_files(ref: str) -> list[str]:
-    """What a process must be able to read to reload a task from its `Task.ref` (a judge child is
-    confined to that): the benchmark checkout of an adapter's ref ("<adapter>:<root>::<name>"),
-    or a task file's directory (a task file may read files beside it), and the suites' shared
-    cache of derived data (`cache_root`)."""
-    prefix, sep, rest = ref.partition(":")
-    if sep and prefix in _adapters():
-        root = rest.rpartition("::")[0] or rest
-        files = [root]
-    else:
-        files = [os.path.dirname(os.path.abspath(ref))]
-    return [*files, str(cache_root())]
-
-
 def _adapters() -> dict:
     if not ADAPTERS:
         from ..suites import register_adapters
@@ -103,5 +77,5 @@ def resolve_task(name_or_path: str | Path) -> Task:
     return load_builtin_task(paths[text])
 
 
-__all__ = ["TaskFileError", "TaskNotFound", "builtin_task_paths", "list_builtin_tasks", "load_task_ref", "ref_files",
+__all__ = ["TaskFileError", "TaskNotFound", "builtin_task_paths", "list_builtin_tasks", "load_task_ref",
            "resolve_task"]

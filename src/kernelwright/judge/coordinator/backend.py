@@ -13,6 +13,11 @@ class DeviceUnavailable(RuntimeError):
     """The requested device does not exist on this machine."""
 
 
+class SandboxUnavailable(DeviceUnavailable):
+    """This machine cannot confine candidates as asked (`--sandbox strict`, or an unknown level):
+    nothing is judged (the commands exit 2 with the reason, as for a missing device)."""
+
+
 def detect_backend(device: str = "auto") -> tuple[str, int]:
     """Return (backend, number of devices) for `device` in auto|cpu|cuda|hip."""
     if device not in BACKENDS:

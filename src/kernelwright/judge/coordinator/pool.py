@@ -12,6 +12,7 @@ import os
 import queue
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -26,7 +27,8 @@ from ..common.gpulock import MAX_LOCK_CREDIT_S
 from ..common.options import JudgeOptions
 from ..common.privdir import ensure_private, private_dir
 from ..common.verdict import JUDGE_ERROR, Verdict
-from .backend import DeviceUnavailable, default_workers_per_device, detect_backend
+from ..common.capabilities import check_level
+from .backend import DeviceUnavailable, SandboxUnavailable, default_workers_per_device, detect_backend
 from .static import MAX_SOURCE_BYTES, check_source
 from .workerhandle import WorkerHandle, WorkerLost, remove_worker_caches, sweep_stale
 
@@ -56,6 +58,20 @@ def job_timeout(task: Task, opts: dict) -> float:
                + opts["perf_timeout"] * perf_requests + compiles + 60 + MAX_LOCK_CREDIT_S, 7 * 24 * 3600.0)
 
 
+_sandbox_warnings: set[str] = set()
+
+
+def check_sandbox(level: str) -> None:
+    """Before any worker starts: `--sandbox strict` on a machine that cannot confine candidates
+    fully raises `SandboxUnavailable`; `auto` on one says once per process what is missing."""
+    code, message = check_level(level)
+    if code is not None:
+        raise SandboxUnavailable(message)
+    if message and message not in _sandbox_warnings:
+        _sandbox_warnings.add(message)
+        sys.stderr.write(f"warning: {message}\n")
+
+
 class JudgePool:
     """Judge candidates on every device of one backend. Thread-safe; use as a context manager."""
 
@@ -66,6 +82,7 @@ class JudgePool:
         several candidates on one GPU; timing stays exclusive per GPU (a lock file per device).
         None picks `default_workers_per_device`."""
         self.options = options or JudgeOptions()
+        check_sandbox(self.options.sandbox)
         self.backend, count = detect_backend(device)
         if self.backend == "cpu":
             self.n_devices = 1
@@ -370,4 +387,4 @@ def protect_coordinator() -> None:
         make_undumpable()
 
 
-__all__ = ["DeviceUnavailable", "JudgeOptions", "JudgePool", "PoolClosed", "detect_backend"]
+__all__ = ["DeviceUnavailable", "JudgeOptions", "JudgePool", "PoolClosed", "SandboxUnavailable", "detect_backend"]

@@ -1,4 +1,4 @@
-"""The judge's use of `confine`: what each child may touch, put in place right after its fork.
+"""What each judge child may touch, and putting it in place right after its fork.
 
 A child is confined in two layers (Landlock layers stack: a later one can only take away):
 - at the fork (`enter`, one thread: Landlock binds the calling thread and what it starts later),
@@ -14,25 +14,132 @@ A child is confined in two layers (Landlock layers stack: a later one can only t
 
 What `--sandbox` means: "off" confines nothing; "auto" confines with what this machine gives and
 says once what is missing; "strict" judges nothing unless files, network and signals are all
-confined (the coordinator refuses before starting, `confine.check_level`; a child that still
+confined (the coordinator refuses before starting, `capabilities.check_level`; a child that still
 misses a layer fails its verdict as a judge error).
 
-Imported by the sandbox's child entry only; builds nothing that needs sysconfig after the fork
-(`base_policy` runs in the worker, before any fork).
+The mechanisms are in `common` (`landlock`, `isolation`; `capabilities` says what a machine
+gives). `base_policy` runs in the worker, before any fork: `python_paths` looks at sys.modules
+and sysconfig, which imports its data lazily.
 """
 
 from __future__ import annotations
 
 import os
+import site
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from . import confine
+from ..common import landlock
 
-LEVELS = confine.LEVELS
 # What "strict" requires of a child: the three layers that keep secrets, the network and other
 # processes out of a candidate's reach.
 REQUIRED_LAYERS = ("fs", "tcp", "scope_signal")
 
+
+# --- what torch and Triton need ------------------------------------------------------------
+
+# Found by trial (docs/sandbox-notes.md): what `import torch`, `import triton` and a Triton kernel
+# need beyond the Python prefix and sys.path.
+SYSTEM_EXEC = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/rocm",
+               "/usr/local/cuda", "/etc/alternatives")
+SYSTEM_READ = (
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
+    "/etc/passwd", "/etc/group", "/etc/os-release", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
+    "/etc/mime.types", "/etc/gai.conf",
+    "/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems",
+    "/proc/sys/kernel", "/proc/sys/vm", "/proc/mounts", "/proc/loadavg", "/proc/driver",
+    "/sys/devices/system/cpu", "/sys/devices/system/node", "/sys/fs/cgroup", "/sys/bus/pci", "/sys/devices/pci0000:00",
+    "/sys/class", "/sys/module/amdgpu", "/sys/module/nvidia",
+)
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom", "/dev/random", "/dev/nvidiactl",
+           "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", "/dev/nvidia-caps",
+           "/dev/kfd", "/dev/dri")
+
+
+def gpu_device_nodes() -> list[str]:
+    try:
+        return [f"/dev/{n}" for n in sorted(os.listdir("/dev")) if n.startswith("nvidia") and n[6:].isdigit()]
+    except OSError:
+        return []
+
+
+def python_paths(sys_path: bool = False) -> list[str]:
+    """What the interpreter and its packages need to read and execute: the prefixes (a venv's and
+    its base interpreter's), the standard library, site-packages, and the top-level directory of
+    every package already imported from elsewhere (editable installs, PYTHONPATH: kernelwright
+    itself). Not sys.path's other entries (the current directory, a script's directory, every
+    editable checkout), unless `sys_path`. Resolved paths too where they are links."""
+    cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable)]
+    try:  # sysconfig imports its data module lazily: build the policy in the worker, before fork
+        cands += [sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+        cands += site.getsitepackages()
+    except Exception:  # noqa: BLE001, S110 - some virtualenvs' site.py; an unreadable prefix
+        pass
+    cands += [p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p or "lib-dynload" in p)]
+    if sys_path:
+        cands += [p for p in sys.path if p]
+    covered = {c.rstrip("/") + "/" for p in cands if p for c in (p, os.path.realpath(p))}
+    prefixes = tuple(covered)
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if "." in name or not isinstance(f, str) or f.startswith(prefixes):
+            continue
+        real = os.path.realpath(f)
+        if real.startswith(prefixes):
+            continue
+        top = os.path.dirname(real)  # a package's directory, or a lone module's
+        cands.append(top)
+        prefixes += (top.rstrip("/") + "/",)
+    seen: list[str] = []
+    for p in cands:
+        for q in (p, os.path.realpath(p)) if p else ():
+            if os.path.exists(q) and q not in seen:
+                seen.append(q)
+    return seen
+
+
+def torch_policy(scratch: str, sources: Sequence[str] = (), extra_read: Sequence[str] = (),
+                 extra_write: Sequence[str] = (), devices: Sequence[str] | None = None,
+                 shm: bool = True, **options) -> landlock.Policy:
+    """An allow-list for a candidate child that runs torch + triton: read+exec on the Python
+    prefixes, sys.path and system libraries; read on the few /etc, /proc and /sys entries they
+    read; read+write on `scratch` (and /dev/shm where `shm`); read/write/ioctl on the GPU nodes;
+    read on the candidate's own `sources`. Not $HOME, the run directory, other caches, /tmp."""
+    devs = list(DEVICES) + gpu_device_nodes() if devices is None else list(devices)
+    write = [scratch, *extra_write] + (["/dev/shm"] if shm else [])
+    return landlock.Policy(read=[*SYSTEM_READ, *sources, *extra_read], exec=[*python_paths(), *SYSTEM_EXEC],
+                  write=write, devices=devs, **options)
+
+
+def use_scratch(scratch: str) -> dict:
+    """Point every cache and temporary directory the child may use at `scratch` (call before
+    `apply`): TMPDIR/TEMP/TMP (and `tempfile`'s cached choice, which a forked child inherits),
+    HOME (~/.triton, ~/.cache), XDG_CACHE_HOME, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR,
+    CUDA_CACHE_PATH (the driver's JIT cache), MIOPEN/ROCm's user db. Returns what was set."""
+    env = {"TMPDIR": scratch, "TEMP": scratch, "TMP": scratch, "HOME": scratch,
+           "XDG_CACHE_HOME": os.path.join(scratch, ".cache"),
+           "TRITON_CACHE_DIR": os.path.join(scratch, "triton"),
+           "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, "inductor"),
+           "CUDA_CACHE_PATH": os.path.join(scratch, "cuda"),
+           "MIOPEN_USER_DB_PATH": os.path.join(scratch, "miopen"),
+           "MIOPEN_CUSTOM_CACHE_DIR": os.path.join(scratch, "miopen")}
+    os.makedirs(scratch, exist_ok=True)
+    os.environ.update(env)
+    tempfile.tempdir = scratch
+    if "triton" in sys.modules:
+        try:
+            from triton import knobs
+
+            knobs.cache.dir = env["TRITON_CACHE_DIR"]
+        except Exception:  # noqa: BLE001, S110 - Triton < 3.4 reads the variable
+            pass
+    return env
+
+
+# --- a judge child's confinement ------------------------------------------------------------
 
 @dataclass(frozen=True)
 class ChildSandbox:
@@ -45,7 +152,7 @@ class ChildSandbox:
     netns: bool = False                # an empty network namespace (the candidate's)
     data_bytes: int | None = None      # RLIMIT_DATA (private writable memory of the process)
     nproc: int | None = None           # RLIMIT_NPROC (not enforced for root)
-    base: confine.Policy | None = None  # the worker's base policy (Python paths, system, devices)
+    base: landlock.Policy | None = None  # the worker's base policy (Python paths, system, devices)
 
     @property
     def on(self) -> bool:
@@ -87,13 +194,13 @@ def process_limit() -> int | None:
     return count + EXTRA_PROCESSES
 
 
-def base_policy() -> confine.Policy:
+def base_policy() -> landlock.Policy:
     """Everything a child needs whatever its task: built once in the worker (python_paths looks
     at sys.modules and sysconfig; the forked child inherits the result)."""
-    return confine.torch_policy(scratch="", shm=True)
+    return torch_policy(scratch="", shm=True)
 
 
-def _policy(box: ChildSandbox, read: tuple[str, ...]) -> confine.Policy:
+def _policy(box: ChildSandbox, read: tuple[str, ...]) -> landlock.Policy:
     """The file size limit is the child's own (`procs.limit_file_size`, set before)."""
     base = box.base or base_policy()
     write = [p for p in (box.scratch, *box.write, *base.write) if p]
@@ -120,7 +227,7 @@ class Record:
                 "warnings": self.warnings, "summary": self.summary, "complete": self.complete}
 
 
-def _record(level: str, applied: confine.Applied) -> Record:
+def _record(level: str, applied: landlock.Applied) -> Record:
     return Record(level=level, layers=applied.layers, missing=list(applied.missing),
                   warnings=list(applied.warnings), summary=applied.summary())
 
@@ -130,8 +237,8 @@ def enter(box: ChildSandbox) -> Record:
     in the record, which the child sends its worker with its description."""
     if not box.on:
         return Record(level="off", summary="sandbox off: this child is not confined")
-    confine.use_scratch(box.scratch)
-    record = _record(box.level, confine.apply(_policy(box, box.read)))
+    use_scratch(box.scratch)
+    record = _record(box.level, landlock.apply(_policy(box, box.read)))
     if box.nproc is None and os.getuid() == 0:
         record.warnings.append("process count not limited (root: RLIMIT_NPROC does not bind)")
     return record
@@ -142,7 +249,7 @@ def narrow_to_source(box: ChildSandbox, source: str, record: Record) -> None:
     own source the only file of the judge's it can read. Adds what failed to `record`."""
     if not box.on:
         return
-    applied = confine.apply(replace(_policy(box, (os.path.realpath(source),)), netns=False, nproc=None,
+    applied = landlock.apply(replace(_policy(box, (os.path.realpath(source),)), netns=False, nproc=None,
                                     data=None, core=None))
     if not applied.fs:
         record.missing.append("the candidate's own layer (" + "; ".join(applied.missing) + ")")

@@ -31,7 +31,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ...tasks import load_task_ref
-from ...tasks.registry import CACHE_ROOT_ENV, cache_root, ref_files
+from ...tasks.files import CACHE_ROOT_ENV, cache_root, ref_files
 from ..common import footprint, lockholders, procs
 from ..common.footprint import proc_status_bytes
 from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock, ensure_lock_files
