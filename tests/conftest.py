@@ -9,6 +9,8 @@ CANDIDATES = Path(__file__).resolve().parent / "candidates"
 GEAK_EVAL = Path(os.environ.get("KERNELWRIGHT_GEAK_EVAL", ROOT.parent / "shared" / "benchmarks" / "GEAK-eval"))
 
 _EXPECT = re.compile(r'#\s*expect:\s*(\w+)(?:\s+"([^"]*)")?')
+# what the file gets where candidates are not confined (--sandbox off, or no Landlock), if other
+_EXPECT_UNCONFINED = re.compile(r'#\s*expect-unconfined:\s*(\w+)(?:\s+"([^"]*)")?')
 
 
 # Performance settings short enough for the CPU interpreter (the protocol is the same as on GPUs).
@@ -23,16 +25,22 @@ def judge_on_cpu(task, path, **options):
         return pool.judge(task, path)
 
 
-def candidate_expectations(task: str, gpu: bool) -> list[tuple[Path, str, str]]:
+def candidate_expectations(task: str, gpu: bool, confined: bool = True) -> list[tuple[Path, str, str]]:
     """(file, expected stage, expected reason substring) for every candidate of `task` that can
-    run on this kind of machine (`# requires: gpu` marks files that need a real GPU)."""
+    run on this kind of machine (`# requires: gpu` marks files that need a real GPU). A file
+    whose attack the sandbox stops says what it gets without one in `# expect-unconfined:`;
+    `confined=False` lists only those files, with that expectation."""
     found = []
     for path in sorted((CANDIDATES / task).glob("*.py")):
-        head = path.read_text().splitlines()[:3]
+        head = path.read_text().splitlines()[:4]
         match = next((m for m in map(_EXPECT.match, head) if m), None)
         assert match, f"{path} lacks an '# expect: STAGE \"reason\"' header"
         if any("requires: gpu" in line for line in head) and not gpu:
             continue
+        if not confined:
+            match = next((m for m in map(_EXPECT_UNCONFINED.match, head) if m), None)
+            if match is None:
+                continue
         found.append((path, match.group(1), match.group(2) or ""))
     return found
 

@@ -18,9 +18,6 @@ CASES = candidate_expectations("vector_add", gpu=False)
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
-    pidfile = tmp_path_factory.mktemp("escape") / "daemon.pid"
-    os.environ["KW_TEST_PIDFILE"] = str(pidfile)
-    os.environ["KERNELWRIGHT_WORKER_ENV"] = "KW_TEST_PIDFILE"  # workers get an allow-listed environment
     os.environ["KERNELWRIGHT_FRAME_GRACE_S"] = "3"  # half_a_reply.py: its timeout, not 30 s
     task = resolve_task("vector_add")
     options = JudgeOptions(seeds=2, seed=1234, load_timeout=60, call_timeout=8, case_timeout=8)
@@ -29,7 +26,9 @@ def verdicts(tmp_path_factory):
         worker_pids = [w.process.pid for w in pool._workers if w is not None]
         # while the workers are alive: nothing but their own reference/spare children remains
         leftovers = {pid: children_of(pid) for pid in worker_pids}
-    return {path.name: v for (path, _, _), v in zip(CASES, results)}, pidfile, leftovers, worker_pids
+    found = {path.name: v for (path, _, _), v in zip(CASES, results)}
+    daemon = re.search(r"escaped daemon pid (\d+)", found["escaped_grandchild.py"].log_tail)
+    return found, int(daemon.group(1)) if daemon else None, leftovers, worker_pids
 
 
 @pytest.mark.slow
@@ -40,6 +39,23 @@ def test_candidate_verdict(verdicts, path, stage, reason):
     assert reason in verdict.reason, f"{path.name}: reason was {verdict.reason!r}"
     assert verdict.call == (stage not in ("static", "call", "judge_error"))
     assert verdict.correct == (stage in ("passed", "performance"))
+
+
+UNCONFINED = candidate_expectations("vector_add", gpu=False, confined=False)
+
+
+@pytest.mark.slow
+def test_attacks_the_sandbox_stops_are_handled_without_it():
+    """--sandbox off (a machine without Landlock judges the same way in auto): what those
+    candidates do then (kill their worker, ...) still ends in a verdict with a reason."""
+    task = resolve_task("vector_add")
+    options = JudgeOptions(seeds=2, seed=1234, load_timeout=60, call_timeout=8, case_timeout=8, sandbox="off")
+    with JudgePool("cpu", workers=1, options=options) as pool:
+        results = pool.judge_many([(task, path) for path, _, _ in UNCONFINED])
+    assert UNCONFINED
+    for (path, stage, reason), verdict in zip(UNCONFINED, results):
+        assert verdict.stage == stage and reason in verdict.reason, (path.name, verdict.stage, verdict.reason)
+        assert verdict.sandbox.get("level", "off") == "off"
 
 
 @pytest.mark.slow
@@ -71,12 +87,11 @@ def test_passing_verdict_records_kernels_and_seeds(verdicts):
 
 @pytest.mark.slow
 def test_no_process_outlives_its_verdict(verdicts):
-    _, pidfile, leftovers, worker_pids = verdicts
+    _, daemon, leftovers, worker_pids = verdicts
     # each worker keeps exactly its reference child and one spare candidate and reference child
     for pid, children in leftovers.items():
         assert len(children) <= 3, f"worker {pid} has stray children {children}"
-    assert pidfile.exists(), "the escaping candidate did not run"
-    daemon = int(pidfile.read_text())
+    assert daemon is not None, "the escaping candidate did not run"
     for _ in range(50):
         if not os.path.exists(f"/proc/{daemon}") or _is_zombie(daemon):
             break

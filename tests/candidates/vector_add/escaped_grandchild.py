@@ -25,7 +25,9 @@ def vector_add(x, y):
         if os.fork() == 0:  # a daemon that tries to outlive the judge
             os.setsid()
             if os.fork() == 0:
-                open(os.environ.get("KW_TEST_PIDFILE", "/tmp/kw-escaped.pid"), "w").write(str(os.getpid()))
+                # on its stdout, the candidate's log (a confined candidate can write no file outside
+                # its scratch, which goes with it): the test reads it from the verdict's log tail
+                print(f"escaped daemon pid {os.getpid()}", flush=True)
                 import time
                 while True:
                     time.sleep(1)

@@ -1,4 +1,7 @@
-# expect: judge_error "judge worker"
+# expect: call "Operation not permitted"
+# expect-unconfined: judge_error "judge worker"
+# Confined (Landlock's signal scope), it cannot signal its worker; unconfined, the worker dies and
+# the candidate gets a judge error while the pool starts another.
 import os
 import signal
 

@@ -7,7 +7,6 @@ and sends raw outputs back to the worker, which does every comparison itself."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from typing import Callable
@@ -25,13 +24,11 @@ class CandidateHarness(Harness):
 
     def _load(self, msg: dict) -> None:
         path = os.path.realpath(msg["path"])
-        with open(path, "rb") as f:
-            source = f.read()
-        if msg.get("sha256") and hashlib.sha256(source).hexdigest() != msg["sha256"]:
-            raise RuntimeError(f"{path} is not the source the judge was given: it changed after it was "
-                               "submitted (another process wrote it)")
         box = self.options.get("sandbox")
-        if box is not None:  # from here on this process reads no file of the judge's but this one
+        if box is not None and box.on:
+            # Confined, it cannot read the submitted file: its worker sent the bytes, kept in its
+            # own scratch under the same name, and from here on it reads no file of the judge's.
+            path = confinement.keep_source(box, os.path.basename(path), msg["source"])
             confinement.narrow_to_source(box, path, self.options["sandbox_record"])
         # The task module (hidden cases, reference) stays reachable only through our own references.
         for name in [n for n in sys.modules if n.startswith("kernelwright_task_")]:

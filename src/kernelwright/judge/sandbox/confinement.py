@@ -8,7 +8,8 @@ A child is confined in two layers (Landlock layers stack: a later one can only t
   and no ptrace of anything outside its own domain; rlimits on file size, core dumps and memory.
   A candidate child also gets an empty network namespace (no UDP either).
 - at the candidate's load (`narrow_to_source`), before its first line runs: the same without the
-  task's files and with read on its own source alone. The task is loaded by then (into memory,
+  task's files. Its source reaches it with the load request (its worker read the submitted file)
+  and is imported from its scratch (`keep_source`). The task is loaded by then (into memory,
   which the candidate can read anyway: docs/architecture.md), so its hidden cases' files, the
   benchmark checkout and other candidates' sources are out of reach.
 
@@ -242,6 +243,16 @@ def enter(box: ChildSandbox) -> Record:
     if box.nproc is None and os.getuid() == 0:
         record.warnings.append("process count not limited (root: RLIMIT_NPROC does not bind)")
     return record
+
+
+def keep_source(box: ChildSandbox, name: str, source: bytes) -> str:
+    """The candidate's source, as its worker sent it, written into its scratch as `name`."""
+    folder = os.path.join(box.scratch, "candidate")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, os.path.basename(name) or "candidate.py")
+    with open(path, "wb") as f:
+        f.write(source)
+    return path
 
 
 def narrow_to_source(box: ChildSandbox, source: str, record: Record) -> None:

@@ -12,7 +12,6 @@ own GPU work, never while compiling (see gpulock).
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 from ..common.footprint import candidate_reply_limit
@@ -85,10 +84,11 @@ class CorrectnessStage:
             raise JudgeError("--sandbox strict: the candidate's process could not be confined fully ("
                              + "; ".join(cand.sandbox.get("missing") or ["no confinement"]) + "): not judged")
         limit = min(opts["load_timeout"], opts.get("run_timeout", opts["load_timeout"]))
-        with open(self.verdict.candidate, "rb") as f:  # the child checks it imports these bytes
-            digest = hashlib.sha256(f.read()).hexdigest()
+        # A confined child cannot read the submitted file: the bytes travel with the request.
+        with open(self.verdict.candidate, "rb") as f:
+            source = f.read()
         ask(cand, {"op": "load", "path": self.verdict.candidate, "task_ref": self.task.ref,
-                   "gpu_lock": self.worker.share_gpu, "sha256": digest},
+                   "gpu_lock": self.worker.share_gpu, "source": source},
             limit, "importing the candidate", "call", cap=opts["load_timeout"],
             note=f"running limit {limit:g} s: run_timeout, at most load_timeout; compiling is limited apart")
         if self.worker.exclusive_held:  # judged again alone after running out of memory next to others

@@ -200,8 +200,9 @@ class Worker:
         if self.base_policy is None:
             self.base_policy = base_policy()
         scratch = tempfile.mkdtemp(prefix=f"w{os.getpid()}-{role}-", dir=root)
-        locks = ensure_lock_files() if self.device != "cpu" else []
-        write = [p for p in (self.caches.get(role), *locks) if p]
+        # the lock files: its checks take the GPU lock shared (a candidate that holds it between
+        # requests is caught by `lockguard`, on the CPU too)
+        write = [p for p in (self.caches.get(role), *ensure_lock_files()) if p]
         candidate = role == "candidate"
         return ChildSandbox(level=level, scratch=scratch, write=tuple(write), read=self.task_files,
                             netns=candidate, data_bytes=candidate_data_limit() if candidate else None,
