@@ -171,6 +171,15 @@ def gpu_main(base: str) -> list:
                 ("+ read /sys /proc, write /proc/self", {"extra_read": ["/sys", "/proc"],
                                                           "extra_write": ["/proc/self", "/proc/thread-self"]}),
                 ("+ devices /dev, write /proc", {"devices": ["/dev"], "extra_write": ["/proc"]}),
+                ("+ read /", {"extra_read": ["/"]}),
+                ("+ read /, write /proc", {"extra_read": ["/"], "extra_write": ["/proc"]}),
+                ("+ read /sys", {"extra_read": ["/sys"]}),
+                ("+ read /proc", {"extra_read": ["/proc"]}),
+                ("+ read /sys /proc", {"extra_read": ["/sys", "/proc"]}),
+                ("+ write /dev", {"extra_write": ["/dev"]}),
+                ("+ read /etc", {"extra_read": ["/etc"]}),
+                ("+ read /sys /proc /etc /run /var, write /dev/shm /dev",
+                 {"extra_read": ["/sys", "/proc", "/etc", "/run", "/var"], "extra_write": ["/dev"]}),
                 ("pidns+private /proc, read /proc, write /proc/self, netns",
                  {"pidns": True, "netns": True, "extra_read": ["/proc"], "extra_write": ["/proc/self"]})]
     results = []
@@ -187,8 +196,20 @@ def main() -> None:
     ap.add_argument("--imports", type=int, default=3)
     ap.add_argument("--json", default=None)
     ap.add_argument("--gpu", action="store_true", help="only the GPU variants (CUDA + a compiled Triton kernel)")
+    ap.add_argument("--cuda-init", action="store_true",
+                    help="confine this process with torch_policy, then initialise CUDA (run under strace to see "
+                         "what is denied)")
     args = ap.parse_args()
     report: dict = {}
+    if args.cuda_init:
+        scratch = tempfile.mkdtemp(prefix="kw-sandbox-init-")
+        confinement.use_scratch(scratch)
+        print(landlock.apply(confinement.torch_policy(scratch)).summary(), flush=True)
+        import torch
+
+        torch.cuda.init()
+        print("cuda init ok:", torch.cuda.get_device_name(0), flush=True)
+        return
     if args.gpu:
         print(capabilities.probe().summary(), flush=True)
         report["gpu"] = gpu_main(tempfile.mkdtemp(prefix="kw-sandbox-gpu-"))

@@ -26,6 +26,7 @@ and sysconfig, which imports its data lazily.
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import sys
 import sysconfig
@@ -55,6 +56,9 @@ SYSTEM_READ = (
     "/sys/devices/system/cpu", "/sys/devices/system/node", "/sys/fs/cgroup", "/sys/bus/pci", "/sys/devices/pci0000:00",
     "/sys/class", "/sys/module/amdgpu", "/sys/module/nvidia",
 )
+# CUDA's initialisation writes under /proc/self (measured on the H200: cudaGetDeviceCount fails
+# with error 304 without it; write on /proc/self is enough, benchmarks/sandbox_probe.py --gpu)
+SYSTEM_WRITE = ("/proc/self", "/proc/thread-self")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom", "/dev/random", "/dev/nvidiactl",
            "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", "/dev/nvidia-caps",
            "/dev/kfd", "/dev/dri")
@@ -110,9 +114,28 @@ def torch_policy(scratch: str, sources: Sequence[str] = (), extra_read: Sequence
     read; read+write on `scratch` (and /dev/shm where `shm`); read/write/ioctl on the GPU nodes;
     read on the candidate's own `sources`. Not $HOME, the run directory, other caches, /tmp."""
     devs = list(DEVICES) + gpu_device_nodes() if devices is None else list(devices)
-    write = [scratch, *extra_write] + (["/dev/shm"] if shm else [])
-    return landlock.Policy(read=[*SYSTEM_READ, *sources, *extra_read], exec=[*python_paths(), *SYSTEM_EXEC],
-                  write=write, devices=devs, **options)
+    write = [scratch, *SYSTEM_WRITE, *extra_write] + (["/dev/shm"] if shm else [])
+    return landlock.Policy(read=[*SYSTEM_READ, *sources, *extra_read],
+                           exec=[*python_paths(), *SYSTEM_EXEC, *compiler_paths()], write=write, devices=devs,
+                           **options)
+
+
+def compiler_paths() -> list[str]:
+    """The installation of the C compiler Triton builds its launchers with (`CC`, else gcc or
+    clang on PATH, as `triton.runtime.build` looks), where it is not under the system
+    directories: e.g. /opt/gcc on the H200 machine. Its prefix: the compiler runs its own
+    helpers (cc1, as, ld) from beside it."""
+    found = []
+    for name in (os.environ.get("CC"), "gcc", "clang", "cc"):
+        path = shutil.which(name) if name else None
+        if not path:
+            continue
+        for p in (path, os.path.realpath(path)):
+            prefix = os.path.dirname(os.path.dirname(p))  # <prefix>/bin/gcc
+            if prefix not in ("", "/") and not any(prefix == s or prefix.startswith(s + "/") for s in SYSTEM_EXEC):
+                if prefix not in found:
+                    found.append(prefix)
+    return found
 
 
 def use_scratch(scratch: str) -> dict:
