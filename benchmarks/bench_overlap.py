@@ -143,7 +143,7 @@ def main() -> None:
     with ScriptedServer({"rules": rules}) as server:
         cmd = [sys.executable, "-m", "kernelwright", "bench", "--suite", "builtin", "--model",
                "openai-compatible/scripted", "--base-url", server.openai_base_url, "--no-cache",
-               "--runs", str(args.runs), "--iterations", str(args.iterations), "--seed", "1",
+               "--runs", str(args.runs), "--iterations", str(args.iterations), "--llm-seed", "1",
                "--llm-concurrency", str(args.llm_concurrency), "--out", str(run_dir), "--json"]
         for n in args.tasks or []:
             cmd += ["--tasks", n]

@@ -103,6 +103,24 @@ def test_missing_candidates_are_recorded_not_dropped(tmp_path):
     assert (metrics["execution accuracy"]["numerator"], metrics["execution accuracy"]["denominator"]) == (1, 2)
 
 
+def test_tasks_given_twice_and_as_comma_lists_are_all_judged(tmp_path):
+    """`--tasks a --tasks b,c` is a, b and c (it used to judge only the last --tasks, exit 0)."""
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    (cands / "vector_add.py").write_text(
+        open(os.path.join(os.path.dirname(__file__), "candidates", "vector_add", "good.py")).read())
+    out = tmp_path / "run.jsonl"
+    proc = run(["--suite", "builtin", "--candidates", str(cands), "--device", "cpu", "--judge-seeds", "1",
+                "--tasks", "vector_add", "--tasks", "silu,gelu", "--out", str(out), "--json"])
+    assert proc.returncode == 0, proc.stderr
+    records = {json.loads(line)["task"]: json.loads(line) for line in out.read_text().splitlines()}
+    assert sorted(records) == ["gelu", "silu", "vector_add"]
+    assert records["vector_add"]["verdict"]["stage"] == "passed"
+    assert records["silu"]["status"] == records["gelu"]["status"] == "missing"
+    unknown = run(["--suite", "builtin", "--candidates", "reference", "--tasks", "vector_add", "--tasks", "nope"])
+    assert unknown.returncode == 2 and "'nope'" in unknown.stderr and "kernelwright tasks --suite builtin" in unknown.stderr
+
+
 def test_a_reference_that_fails_here_makes_the_task_unsupported(tmp_path):
     """The suite's own reference failing on this platform is reported as unsupported, with the
     reason, counted as a failure, and left out of denominators only with --exclude-unsupported."""
@@ -192,7 +210,7 @@ def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp
     (cands / "silu.py").write_text("import torch\n\ndef silu(x):\n    return x * torch.sigmoid(x)\n")
     out = tmp_path / "run.jsonl"
     args = ["--suite", "builtin", "--candidates", str(cands), "--device", "cpu", "--tasks", "vector_add,silu,gelu",
-            "--out", str(out), "--seeds", "1"]
+            "--out", str(out), "--judge-seeds", "1"]
     first = run(args)
     assert first.returncode == 0, first.stderr
     text = first.stdout
@@ -209,7 +227,7 @@ def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp
     edited = run(args)
     assert "judging vector_add again: the candidate file changed" in edited.stderr
     assert "2 task(s) already judged" in edited.stderr
-    other_options = run(args[:-2] + ["--seeds", "2"])
+    other_options = run(args[:-2] + ["--judge-seeds", "2"])
     assert "judging vector_add again: the judge options changed" in other_options.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["task"] for r in records].count("vector_add") == 3

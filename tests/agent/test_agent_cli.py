@@ -62,7 +62,7 @@ SCRIPT = {"rules": [
 def test_sigkill_then_resume_same_results_no_repeated_calls(tmp_path):
     run = tmp_path / "run"
     with ScriptedServer(SCRIPT) as server:
-        proc = cli("generate", "--task", str(TINY_ADD), "--iterations", "3", "--seed", "3", "--out", str(run),
+        proc = cli("generate", "--task", str(TINY_ADD), "--iterations", "3", "--llm-seed", "3", "--out", str(run),
                    *llm_flags(server))
         deadline = time.monotonic() + 240
         # kill once the first attempt is judged and the reflector has answered, while the fix is in flight
@@ -159,7 +159,7 @@ def test_ctrl_c_exits_at_once_and_resumes(tmp_path):
                       {"match": "Your previous attempt", "delay_s": 60.0, **answer(GOOD)}],
             "default": answer(BROKEN)}
     with ScriptedServer(slow) as server:
-        proc = cli("generate", "--task", str(TINY_ADD), "--iterations", "2", "--seed", "3", "--out", str(run),
+        proc = cli("generate", "--task", str(TINY_ADD), "--iterations", "2", "--llm-seed", "3", "--out", str(run),
                    *llm_flags(server))
         deadline = time.monotonic() + 240
         while len(server.requests) < 3:  # generate, reflect, and the slow fix in flight

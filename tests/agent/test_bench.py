@@ -39,7 +39,7 @@ VA, GE = "vector_add", "gelu"
 
 def bench_flags(server, out: Path, *extra: str) -> list[str]:
     return ["bench", "--suite", "builtin", "--model", "openai-compatible/scripted", "--base-url",
-            server.openai_base_url, "--no-cache", "--device", "cpu", "--judge-seeds", "1", "--seed", "5",
+            server.openai_base_url, "--no-cache", "--device", "cpu", "--judge-seeds", "1", "--llm-seed", "5",
             "--out", str(out), "--json", *extra]
 
 

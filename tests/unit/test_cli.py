@@ -101,7 +101,7 @@ def test_eval_bad_baseline(runner):
 
 
 def test_eval_option_ranges_are_checked(runner):
-    result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--seeds", "0"])
+    result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--judge-seeds", "0"])
     assert result.exit_code == 2
 
 
@@ -122,7 +122,7 @@ def test_eval_static_failure_json(runner, tmp_path):
 @pytest.mark.slow
 def test_eval_good_candidate_json(runner):
     result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--device", "cpu", "--json",
-                                 "--seeds", "1", "--seed", "5"])
+                                 "--judge-seeds", "1", "--judge-base-seed", "5"])
     assert result.exit_code == 0, result.output
     verdict = json.loads(result.stdout)
     assert VERDICT_KEYS <= set(verdict)

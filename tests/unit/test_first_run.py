@@ -164,7 +164,7 @@ def test_tasks_of_a_checkout_with_an_unreadable_file_exit_0_naming_the_file_once
 @pytest.mark.slow
 def test_eval_headline_and_json_say_when_cases_were_left_unchecked(runner):
     """vector_add has a bfloat16 case, which the interpreter skips: passed, but not all checked."""
-    result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--device", "cpu", "--seeds", "1",
+    result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--device", "cpu", "--judge-seeds", "1",
                                  "--json"])
     assert result.exit_code == 0, result.output
     verdict = json.loads(result.stdout)
@@ -225,7 +225,7 @@ def test_exit_status_2_for_a_rejected_task_file_and_3_when_the_judge_cannot_deci
     assert result.exit_code == 2 and "reference failed" in flat(result.stderr)
     judged = tmp_path / "judged.py"
     judged.write_text(BROKEN_REFERENCE_TASK.replace("BROKEN", "os.getpid() != int(os.environ['KW_TEST_CLI_PID'])"))
-    result = runner.invoke(app, ["eval", str(GOOD), "--task", str(judged), "--device", "cpu", "--seeds", "1", "--json"])
+    result = runner.invoke(app, ["eval", str(GOOD), "--task", str(judged), "--device", "cpu", "--judge-seeds", "1", "--json"])
     assert result.exit_code == 3, result.output
     assert json.loads(result.stdout)["stage"] == "judge_error"
 
@@ -284,7 +284,7 @@ def test_eval_perf_with_force_times_under_the_interpreter(runner):
     tiny = ROOT / "tests" / "tasks" / "tiny_add.py"
     cand = ROOT / "tests" / "candidates" / "tiny_add" / "good.py"
     result = runner.invoke(app, ["eval", str(cand), "--task", str(tiny), "--device", "cpu", "--perf", "--force",
-                                 "--blocks", "2", "--seeds", "1", "--json"])
+                                 "--blocks", "2", "--judge-seeds", "1", "--json"])
     assert result.exit_code == 0, result.output
     assert "at least 24 calls at perf sizes" in flat(result.stderr)
     assert json.loads(result.stdout)["speedup"] is not None

@@ -157,3 +157,79 @@ def test_overrides_replace_figures_and_merge_tflops():
 def test_fnuz_float8_names_use_the_float8_rate():
     mi300 = spec_for("AMD Instinct MI300X")
     assert mi300.peak_tflops("float8_e4m3fnuz") == mi300.tflops["float8"]
+
+
+# -- the table is data (gpus.json next to hardware.py), checked when it is loaded ---------------
+
+def _table(tmp_path, gpus, references=None):
+    import json
+
+    file = tmp_path / "gpus.json"
+    file.write_text(json.dumps({"references": references or {}, "gpus": gpus}))
+    return file
+
+
+GOOD_ENTRY = {"name": "Test GPU", "bandwidth_tbs": 1.0, "tflops": {"float32": 10},
+              "aliases": ["test gpu"], "sources": {"*": "{DS} (page 2)"}}
+
+
+def test_the_table_is_read_from_the_json_file_next_to_the_module():
+    from pathlib import Path
+
+    from kernelwright.judge.common import hardware
+
+    assert hardware.TABLE_FILE == Path(hardware.__file__).with_name("gpus.json")
+    assert hardware.load_table() == hardware.SPECS and len(hardware.SPECS) >= 12
+    # references are expanded: no "{NAME}" is left in any source
+    assert not [s.name for s in hardware.SPECS for v in s.sources.values() if "{" in v]
+
+
+def test_the_table_file_is_package_data():
+    import glob
+    from pathlib import Path
+
+    from kernelwright.config import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["kernelwright"]
+    package = root / "src" / "kernelwright"
+    matched = {Path(p) for pat in patterns for p in glob.glob(str(package / pat), recursive=True)}
+    assert package / "judge" / "common" / "gpus.json" in matched
+
+
+def test_a_good_table_loads_with_its_references(tmp_path):
+    from kernelwright.judge.common.hardware import load_table
+
+    (spec,) = load_table(_table(tmp_path, [GOOD_ENTRY], {"DS": "https://example.com/ds"}))
+    assert spec.name == "Test GPU" and spec.aliases == ("test gpu",) and spec.warp_size == 32
+    assert spec.source_of("bandwidth_tbs") == "https://example.com/ds (page 2)"
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"bandwidth_tbs": "fast"}, r"gpus\[0\] \(Test GPU\): 'bandwidth_tbs' must be a positive number"),
+    ({"tflops": {"fp33": 1}}, r"'tflops' must be an object of positive numbers"),
+    ({"sm_count": 13.5}, r"'sm_count' must be a positive integer"),
+    ({"bandwith_tbs": 2.0}, r"unknown field\(s\) \['bandwith_tbs'\]"),
+    ({"sources": {"*": "{NOPE}"}}, r"unknown reference \{NOPE\}"),
+])
+def test_a_malformed_entry_is_named_with_its_field(tmp_path, change, message):
+    from kernelwright.judge.common.hardware import HardwareTableError, load_table
+
+    with pytest.raises(HardwareTableError, match=message):
+        load_table(_table(tmp_path, [dict(GOOD_ENTRY, **change)], {"DS": "x"}))
+
+
+def test_a_missing_field_a_duplicate_and_bad_json_are_errors(tmp_path):
+    from kernelwright.judge.common.hardware import HardwareTableError, load_table
+
+    entry = {k: v for k, v in GOOD_ENTRY.items() if k != "tflops"}
+    with pytest.raises(HardwareTableError, match=r"missing field\(s\) \['tflops'\]"):
+        load_table(_table(tmp_path, [entry], {"DS": "x"}))
+    with pytest.raises(HardwareTableError, match="two entries are named"):
+        load_table(_table(tmp_path, [GOOD_ENTRY, GOOD_ENTRY], {"DS": "x"}))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(HardwareTableError, match="bad.json: not valid JSON"):
+        load_table(bad)
+    with pytest.raises(HardwareTableError, match="cannot read"):
+        load_table(tmp_path / "absent.json")

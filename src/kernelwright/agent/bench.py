@@ -38,19 +38,13 @@ def settings_for(mode: str, *, iterations: int, runs: int, seed: int, ablations:
     return replace(settings, **off)
 
 
-def select_tasks(tasks: Sequence[Any], names: Sequence[str] | None) -> list[Any]:
-    """The suite's tasks, or the named ones (an unknown name is an error with a suggestion)."""
-    if not names:
-        return list(tasks)
-    import difflib
+def select_tasks(tasks: Sequence[Any], names: Sequence[str] | None, suite: str = "builtin",
+                 path: Path | None = None) -> list[Any]:
+    """The suite's tasks, or the named ones (an unknown name is a SuiteUsageError naming it, with
+    a suggestion and the command that lists the suite's tasks)."""
+    from ..suites.runner import select_tasks as select
 
-    by_name = {t.name: t for t in tasks}
-    missing = [n for n in names if n not in by_name]
-    if missing:
-        hints = [f"{n} (did you mean {', '.join(difflib.get_close_matches(n, by_name, 3))}?)"
-                 if difflib.get_close_matches(n, by_name, 3) else n for n in missing]
-        raise ValueError(f"--tasks: not in the suite: {'; '.join(hints)}")
-    return [by_name[n] for n in names]
+    return select(tasks, names, suite, path)
 
 
 def unsupported_here(task: Any, backend: str) -> str | None:
@@ -72,4 +66,4 @@ def load_tasks(suite: str, path: Path | None, names: Sequence[str] | None) -> li
             t.suite = "builtin"
     else:
         tasks, _ = load_suite_tasks(suite, path)
-    return select_tasks(tasks, names)
+    return select_tasks(tasks, names, suite, path)

@@ -25,8 +25,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..agent.memory import Mode
 from . import app
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
+from .options import (
+    AGENT,
+    AgentOptions,
+    Command,
+    ConcurrencyOpt,
+    JudgeBaseSeedOpt,
+    JudgeSeedsOpt,
+    LLMConcurrencyOpt,
+    LLMSeedOpt,
+    SandboxOpt,
+    TimeoutScaleOpt,
+    WorkersPerDeviceOpt,
+)
 
 EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -35,7 +49,6 @@ ItersOpt = Annotated[int, typer.Option("--iterations", "-n", min=1, help="candid
 DebugOpt = Annotated[int, typer.Option("--max-debug-attempts", min=1,
                                        help="failed fixes in one line before a fresh approach (the debugging trap)")]
 TempOpt = Annotated[float, typer.Option("--temperature", min=0.0, max=2.0, help="sampling temperature")]
-SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="base sampling seed (run r uses seed + r); default random")]
 CostOpt = Annotated[Optional[float], typer.Option("--max-cost", help="USD for the whole run")]
 TokensOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="tokens for the whole run")]
 TimeOpt = Annotated[Optional[float], typer.Option("--time-limit", help="seconds for the whole run")]
@@ -52,7 +65,6 @@ OneShotOpt = Annotated[bool, typer.Option("--one-shot/--no-one-shot", help="a si
 KnowledgeOpt = Annotated[bool, typer.Option("--knowledge/--no-knowledge", help="the Triton guide and GPU specs in the prompt")]
 OptimizerOpt = Annotated[bool, typer.Option("--optimizer/--no-optimizer", help="optimize correct kernels")]
 ReflectOpt = Annotated[bool, typer.Option("--reflection/--no-reflection", help="analyse failures before fixing")]
-SeedsOpt = Annotated[int, typer.Option("--judge-seeds", min=1, max=50, help="fresh seeds per correctness case")]
 TuneFlagOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="after the LLM iterations, sweep the best kernel's launch parameters (no LLM)")]
 PerfOpt = Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs, not under the CPU interpreter)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the summary as JSON")]
@@ -72,21 +84,31 @@ def _default_out(name: str) -> Path:
     return Path("kernelwright-runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-@app.command("generate")
+@app.command("generate", cls=Command, short_help="Write a Triton kernel with the agent.")
 def generate_command(
-    instruction: Annotated[Optional[str], typer.Argument(help="what the kernel must compute (with --entry and --reference)")] = None,
-    entry: Annotated[Optional[str], typer.Option("--entry", help='the function to write, e.g. "softmax(x)"')] = None,
-    reference: Annotated[Optional[Path], typer.Option("--reference", help="PyTorch file defining the --entry function")] = None,
-    tests: Annotated[Optional[Path], typer.Option("--tests", help="inputs: make_inputs(case, gen) + visible_cases, or get_inputs()")] = None,
-    name: Annotated[Optional[str], typer.Option("--name", help="task name (default: the entry's name)")] = None,
-    task: TaskOpt = None, suite: SuiteOpt = "builtin", path: PathOpt = None,
-    model: ModelOpt = None, base_url: BaseUrlOpt = None, no_cache: NoCacheOpt = False, offline: OfflineOpt = False,
-    config_path: ConfigOpt = None, runs: RunsOpt = 1, iterations: ItersOpt = 10, max_debug_attempts: DebugOpt = 5,
-    temperature: TempOpt = 1.0, seed: SeedOpt = None, max_cost: CostOpt = None, max_tokens: TokensOpt = None,
-    time_limit: TimeOpt = None, task_max_cost: TaskCostOpt = None, task_max_tokens: TaskTokensOpt = None,
-    task_time_limit: TaskTimeOpt = None, device: DeviceOpt = "auto", out: OutOpt = None, resume: ResumeOpt = None,
-    prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True, knowledge: KnowledgeOpt = True,
-    optimizer: OptimizerOpt = True, reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, perf: PerfOpt = None, tune: TuneFlagOpt = False, as_json: JsonOpt = False,
+    ctx: typer.Context,
+    instruction: Annotated[Optional[str], typer.Argument(help="what the kernel must compute (with --entry and --reference)")] = AGENT.instruction,
+    entry: Annotated[Optional[str], typer.Option("--entry", help='the function to write, e.g. "softmax(x)"')] = AGENT.entry,
+    reference: Annotated[Optional[Path], typer.Option("--reference", help="PyTorch file defining the --entry function")] = AGENT.reference,
+    tests: Annotated[Optional[Path], typer.Option("--tests", help="inputs: make_inputs(case, gen) + visible_cases, or get_inputs()")] = AGENT.tests,
+    name: Annotated[Optional[str], typer.Option("--name", help="task name (default: the entry's name)")] = AGENT.name,
+    task: TaskOpt = AGENT.task, suite: SuiteOpt = AGENT.suite, path: PathOpt = AGENT.path,
+    model: ModelOpt = AGENT.model, base_url: BaseUrlOpt = AGENT.base_url, no_cache: NoCacheOpt = AGENT.no_cache,
+    offline: OfflineOpt = AGENT.offline, config_path: ConfigOpt = AGENT.config_path,
+    llm_seed: LLMSeedOpt = AGENT.llm_seed, llm_concurrency: LLMConcurrencyOpt = AGENT.llm_concurrency,
+    temperature: TempOpt = AGENT.temperature,
+    runs: RunsOpt = AGENT.runs, iterations: ItersOpt = AGENT.iterations, max_debug_attempts: DebugOpt = AGENT.max_debug_attempts,
+    one_shot: OneShotOpt = AGENT.one_shot, knowledge: KnowledgeOpt = AGENT.knowledge,
+    optimizer: OptimizerOpt = AGENT.optimizer, reflection: ReflectOpt = AGENT.reflection, tune: TuneFlagOpt = AGENT.tune,
+    concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
+    max_cost: CostOpt = AGENT.max_cost, max_tokens: TokensOpt = AGENT.max_tokens, time_limit: TimeOpt = AGENT.time_limit,
+    task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
+    task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
+    device: DeviceOpt = AGENT.device, judge_seeds: JudgeSeedsOpt = AGENT.judge_seeds,
+    judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf,
+    timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
+    sandbox: SandboxOpt = AGENT.sandbox,
+    out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Write a Triton kernel with the agent: from your instruction and PyTorch reference, or for
     an existing task (--task). Writes the best verified kernel and a run directory.
@@ -94,21 +116,30 @@ def generate_command(
     Exit status: 0 a verified kernel was found, 1 none, 2 usage error, 3 the judge could not
     decide, 130 interrupted (continue with --resume RUN_DIR).
     """
-    options = dict(locals())
-    _agent_command("generate", None, options)
+    _agent_command("generate", AgentOptions.from_params(ctx.params))
 
 
-@app.command("optimize")
+@app.command("optimize", cls=Command, short_help="Make your working Triton kernel faster.")
 def optimize_command(
-    kernel: Annotated[Optional[Path], typer.Argument(help="your working Triton kernel (a file defining the task's entry point)")] = None,
-    task: TaskOpt = None, suite: SuiteOpt = "builtin", path: PathOpt = None,
-    model: ModelOpt = None, base_url: BaseUrlOpt = None, no_cache: NoCacheOpt = False, offline: OfflineOpt = False,
-    config_path: ConfigOpt = None, runs: RunsOpt = 1, iterations: ItersOpt = 10, max_debug_attempts: DebugOpt = 5,
-    temperature: TempOpt = 1.0, seed: SeedOpt = None, max_cost: CostOpt = None, max_tokens: TokensOpt = None,
-    time_limit: TimeOpt = None, task_max_cost: TaskCostOpt = None, task_max_tokens: TaskTokensOpt = None,
-    task_time_limit: TaskTimeOpt = None, device: DeviceOpt = "auto", out: OutOpt = None, resume: ResumeOpt = None,
-    prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True, knowledge: KnowledgeOpt = True,
-    reflection: ReflectOpt = True, judge_seeds: SeedsOpt = 3, perf: PerfOpt = None, tune: TuneFlagOpt = False, as_json: JsonOpt = False,
+    ctx: typer.Context,
+    kernel: Annotated[Optional[Path], typer.Argument(help="your working Triton kernel (a file defining the task's entry point)")] = AGENT.kernel,
+    task: TaskOpt = AGENT.task, suite: SuiteOpt = AGENT.suite, path: PathOpt = AGENT.path,
+    model: ModelOpt = AGENT.model, base_url: BaseUrlOpt = AGENT.base_url, no_cache: NoCacheOpt = AGENT.no_cache,
+    offline: OfflineOpt = AGENT.offline, config_path: ConfigOpt = AGENT.config_path,
+    llm_seed: LLMSeedOpt = AGENT.llm_seed, llm_concurrency: LLMConcurrencyOpt = AGENT.llm_concurrency,
+    temperature: TempOpt = AGENT.temperature,
+    runs: RunsOpt = AGENT.runs, iterations: ItersOpt = AGENT.iterations, max_debug_attempts: DebugOpt = AGENT.max_debug_attempts,
+    one_shot: OneShotOpt = AGENT.one_shot, knowledge: KnowledgeOpt = AGENT.knowledge,
+    reflection: ReflectOpt = AGENT.reflection, tune: TuneFlagOpt = AGENT.tune,
+    concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
+    max_cost: CostOpt = AGENT.max_cost, max_tokens: TokensOpt = AGENT.max_tokens, time_limit: TimeOpt = AGENT.time_limit,
+    task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
+    task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
+    device: DeviceOpt = AGENT.device, judge_seeds: JudgeSeedsOpt = AGENT.judge_seeds,
+    judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf,
+    timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
+    sandbox: SandboxOpt = AGENT.sandbox,
+    out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Make your working Triton kernel faster: the agent starts from it and returns a faster
     verified kernel, or says that none was found.
@@ -116,52 +147,37 @@ def optimize_command(
     Exit status: 0 a faster verified kernel was found, 1 none, 2 usage error, 3 the judge could
     not decide (your kernel's task reference failed), 130 interrupted (--resume RUN_DIR).
     """
-    options = dict(locals(), optimizer=True)
-    _agent_command("optimize", kernel, options)
+    _agent_command("optimize", AgentOptions.from_params(ctx.params))  # no --optimizer: always on
 
 
-def _agent_command(command: str, kernel: Optional[Path], o: dict[str, Any]) -> None:
-    from ..agent.app import RunSpec, new_seed, open_run
-    from ..agent.budget import Limits
-    from ..agent.loop import AgentSettings
+def _agent_command(command: str, opts: AgentOptions) -> None:
+    from ..agent.app import RunSpec, open_run
     from ..agent.prompts import PromptError, PromptLibrary
     from ..store import StoreError
 
-    as_json = o["as_json"]
     try:
-        if o["resume"] is not None:
-            store, spec = open_run(o["resume"], None, resume=True, command=command)
+        if opts.resume is not None:
+            store, spec = open_run(opts.resume, None, resume=True, command=command)
         else:
-            model = _model(o)  # before anything is written: a run that cannot start leaves nothing behind
-            task_ref, start_code = _task_and_start(command, kernel, o)
-            settings = AgentSettings(
-                iterations=o["iterations"], runs=o["runs"], max_debug_attempts=o["max_debug_attempts"],
-                temperature=o["temperature"], seed=o["seed"] if o["seed"] is not None else new_seed(),
-                one_shot=o["one_shot"], knowledge=o["knowledge"], reflection=o["reflection"], optimizer=o["optimizer"],
-                tune=o["tune"])
-            if o["prompts"] is not None:
-                PromptLibrary(o["prompts"])  # fail now on a bad folder, not at the first prompt
-            spec = RunSpec(command, (task_ref.ref,), model, settings,
-                           Limits(o["max_cost"], o["max_tokens"], o["time_limit"]),
-                           Limits(o["task_max_cost"], o["task_max_tokens"], o["task_time_limit"]),
-                           {task_ref.name: start_code} if start_code is not None else {},
-                           tuple(str(Path(p).expanduser().resolve()) for p in (o["corpus"] or [])),
-                           str(Path(o["prompts"]).resolve()) if o["prompts"] else None, o["device"], o["judge_seeds"],
-                           o["perf"], base_url=o["base_url"])
-            out = o["out"] or o.get("_out") or _default_out(task_ref.name)
+            model = _model(opts)  # before anything is written: a run that cannot start leaves nothing behind
+            task_ref, start_code, out = _task_and_start(command, opts)
+            if opts.prompts is not None:
+                PromptLibrary(opts.prompts)  # fail now on a bad folder, not at the first prompt
+            spec = RunSpec.from_options(command, opts, task_refs=(task_ref.ref,), model=model,
+                                        start_codes={task_ref.name: start_code} if start_code is not None else {})
             store, spec = open_run(out, spec, resume=False)
     except (StoreError, PromptError, ValueError) as exc:
-        raise _error(str(exc), as_json) from None
-    _execute(store, spec, o, as_json)
+        raise _error(str(exc), opts.as_json) from None
+    _execute(store, spec, opts)
 
 
-def _model(o: dict[str, Any]) -> str:
+def _model(opts: AgentOptions) -> str:
     """The model's id, after checking that it can be reached as configured (key, URL): a run
     directory is created only for a run that can start."""
     from ..llm import LLMConfigError, parse_model
     from ..llm.settings import load_llm_settings
 
-    _, settings = load_llm_settings(o["config_path"], model=o["model"], **_llm_flags(o))
+    _, settings = load_llm_settings(opts.config_path, model=opts.model, **_llm_flags(opts))
     if not settings.model:
         raise ValueError("no model chosen: pass --model provider/model (e.g. openai/gpt-4.1), set "
                          "KERNELWRIGHT_MODEL, or put model in [llm] of kernelwright.toml")
@@ -174,57 +190,59 @@ def _model(o: dict[str, Any]) -> str:
     return model.id
 
 
-def _task_and_start(command: str, kernel: Optional[Path], o: dict[str, Any]):
-    """The task (loaded, with a reloadable ref) and the user's starting kernel (optimize)."""
+def _task_and_start(command: str, opts: AgentOptions):
+    """The task (loaded, with a reloadable ref), the user's starting kernel (optimize) and the
+    run directory."""
     from ..agent.usertask import UserTaskError, build_user_task
     from .judge_cmds import load_task_or_exit
 
     if command == "optimize":
-        if kernel is None or o["task"] is None:
+        kernel = opts.kernel
+        if kernel is None or opts.task is None:
             raise ValueError("optimize needs your kernel and its task: kernelwright optimize KERNEL.py --task NAME|TASK.py")
         if not kernel.is_file():
             raise ValueError(f"{kernel}: no such file")
         from ..judge import detect_backend
 
-        if detect_backend(o["device"])[0] == "cpu" and not o["perf"]:
+        if detect_backend(opts.device)[0] == "cpu" and not opts.perf:
             raise ValueError("optimize needs timing, and the CPU interpreter times nothing by default: run it "
                              "on a GPU, or pass --perf to time under the interpreter (slow; interpreter times "
                              "say nothing about GPU speed)")
-        return load_task_or_exit(o["task"], o["suite"], o["path"]), kernel.read_text()
-    if o["task"] is not None:
-        if o["instruction"] or o["entry"] or o["reference"]:
+        task = load_task_or_exit(opts.task, opts.suite, opts.path)
+        return task, kernel.read_text(), opts.out or _default_out(task.name)
+    if opts.task is not None:
+        if opts.instruction or opts.entry or opts.reference:
             raise ValueError("give either --task, or an INSTRUCTION with --entry and --reference, not both")
-        return load_task_or_exit(o["task"], o["suite"], o["path"]), None
-    if not (o["instruction"] and o["entry"] and o["reference"]):
+        task = load_task_or_exit(opts.task, opts.suite, opts.path)
+        return task, None, opts.out or _default_out(task.name)
+    if not (opts.instruction and opts.entry and opts.reference):
         raise ValueError('generate needs --task NAME, or "INSTRUCTION" --entry "name(args)" --reference ref.py '
                          "[--tests tests.py]")
     from ..tasks import TaskFileError, load_task_file
 
-    name = o["name"] or o["entry"].split("(")[0].strip()
-    out = o["out"] or _default_out(name)
-    o["_out"] = out
+    name = opts.name or opts.entry.split("(")[0].strip()
+    out = opts.out or _default_out(name)
     try:
-        task_file = build_user_task(o["instruction"], o["entry"], o["reference"], o["tests"], Path(out) / "task", name)
-        return load_task_file(task_file), None
+        task_file = build_user_task(opts.instruction, opts.entry, opts.reference, opts.tests, Path(out) / "task", name)
+        return load_task_file(task_file), None, out
     except (UserTaskError, TaskFileError) as exc:
         raise ValueError(str(exc)) from None
 
 
-def _llm_flags(o: dict[str, Any], spec: Any = None) -> dict[str, Any]:
+def _llm_flags(opts: AgentOptions, spec: Any = None) -> dict[str, Any]:
     """The LLM layer's flags; on a resume, the run's own --base-url unless another is given."""
-    return {"base_url": o.get("base_url") or getattr(spec, "base_url", None), "no_cache": o.get("no_cache", False), "offline": o.get("offline", False),
-            "concurrency": o.get("llm_concurrency")}
+    return {"base_url": opts.base_url or getattr(spec, "base_url", None), "no_cache": opts.no_cache,
+            "offline": opts.offline, "concurrency": opts.llm_concurrency}
 
 
-def _execute(store, spec, o: dict[str, Any], as_json: bool) -> None:
-    results, errors, _ = run_agent(store, spec, o, as_json)
-    code = _report(store, spec, results, errors, as_json)
+def _execute(store, spec, opts: AgentOptions) -> None:
+    results, errors, _ = run_agent(store, spec, opts, concurrency=opts.concurrency, in_flight=opts.concurrency)
+    code = _report(store, spec, results, errors, opts.as_json)
     store.close()
     raise typer.Exit(code)
 
 
-def run_agent(store, spec, o: dict[str, Any], as_json: bool, concurrency: int | None = None,
-              in_flight: int | None = None):
+def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None, in_flight: int | None = None):
     """Run the spec's session with a judge pool and live progress: (results, agent errors, the
     judge meter's report). Exits 2 on a bad model or device, 130 on Ctrl-C (after writing what is
     verified so far)."""
@@ -234,13 +252,14 @@ def run_agent(store, spec, o: dict[str, Any], as_json: bool, concurrency: int | 
     from ..llm import LLMConfigError
     from .agent_progress import AgentProgress
 
+    as_json = opts.as_json
     try:
-        llm = make_llm(spec, store, o.get("config_path"), _llm_flags(o, spec))
+        llm = make_llm(spec, store, opts.config_path, _llm_flags(opts, spec))
     except LLMConfigError as exc:
         store.close()
         raise _error(str(exc), as_json) from None
     try:
-        pool = _judge_pool(spec, in_flight)
+        pool = _judge_pool(spec, in_flight, opts.workers_per_device)
     except DeviceUnavailable as exc:
         store.close()
         raise _error(str(exc), as_json) from None
@@ -250,7 +269,7 @@ def run_agent(store, spec, o: dict[str, Any], as_json: bool, concurrency: int | 
         with pool, progress:
             pool.start()
             results, errors = run_session(spec, store, llm, meter, device_info=pool.device_info, backend=pool.backend,
-                                          config_path=o.get("config_path"), on_event=progress.event,
+                                          config_path=opts.config_path, on_event=progress.event,
                                           concurrency=concurrency)
     except KeyboardInterrupt:
         from ..agent.results import write_outputs
@@ -270,18 +289,21 @@ def run_agent(store, spec, o: dict[str, Any], as_json: bool, concurrency: int | 
     return results, errors, meter.report()
 
 
-def _judge_pool(spec, in_flight: int | None = None):
-    """A worker per task-run in flight, up to the judge's default per device: more would only
-    start processes that wait."""
-    from ..judge import JudgeOptions, JudgePool, detect_backend
+def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None):
+    """A worker per task-run in flight, up to the judge's default per device (more would only
+    start processes that wait), or --workers-per-device on GPUs when given."""
+    from ..judge import JudgePool, detect_backend
     from ..judge.coordinator.backend import default_workers_per_device
+    from .options import judge_options
 
     backend, count = detect_backend(spec.device)
     in_flight = in_flight or len(spec.task_refs) * spec.settings.runs
-    options = JudgeOptions(seeds=spec.judge_seeds, perf=spec.perf, max_perf_cases=spec.max_perf_cases)
+    options = judge_options(judge_seeds=spec.judge_seeds, judge_base_seed=spec.judge_base_seed, perf=spec.perf,
+                            timeout_scale=spec.timeout_scale, max_perf_cases=spec.max_perf_cases,
+                            sandbox=spec.sandbox)
     if backend == "cpu":
         return JudgePool("cpu", workers=max(1, min(count, in_flight)), options=options)
-    per_device = max(1, min(default_workers_per_device(count), -(-in_flight // count)))
+    per_device = workers_per_device or max(1, min(default_workers_per_device(count), -(-in_flight // count)))
     return JudgePool(spec.device, options=options, workers_per_device=per_device)
 
 
@@ -341,7 +363,7 @@ def _print_result(console: Console, store, spec, x) -> None:
         console.print(f"best kernel: {escape(str(store.run_dir / 'best' / (x.task + '.py')))}")
     if spec.command == "optimize":
         if x.given_speedup is None:
-            given = [a for a in store.attempts(x.task) if a.mode == "given"]
+            given = [a for a in store.attempts(x.task) if a.mode == Mode.GIVEN]
             why = ("correct, but not timed" if given and given[0].passed else
                    f"not verified ({given[0].kind}: {given[0].reason[:160]})" if given else "not judged")
             console.print(f"your kernel: {escape(why)}; nothing to compare against", highlight=False)

@@ -9,7 +9,15 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ..agent.memory import Mode
 
 
 class AgentProgress:
@@ -49,7 +57,7 @@ class AgentProgress:
             return f"{data['task']} run {data['run']}: the model answered ({reply.role})"
         if kind == "attempt":
             a = data["attempt"]
-            self.done += a.mode not in ("given", "tune")
+            self.done += Mode(a.mode).by_llm  # an iteration: not the given kernel, not a tuned variant
             if a.passed:
                 old = self.best.get(a.task)
                 self.best[a.task] = a.speedup if old is None or (a.speedup or 0) > old else old

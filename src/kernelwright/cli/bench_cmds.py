@@ -17,38 +17,78 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import app
-from .agent_cmds import (CorpusOpt, CostOpt, DebugOpt, DeviceOpt, ItersOpt, JsonOpt, KnowledgeOpt, OneShotOpt,
-                         OptimizerOpt, PathOpt, PromptsOpt, ReflectOpt, ResumeOpt, RunsOpt, SeedOpt, SeedsOpt,
-                         TaskCostOpt, TaskTimeOpt, TaskTokensOpt, TempOpt, TimeOpt, TokensOpt, _error, _model,
-                         run_agent)
+from .agent_cmds import (
+    CorpusOpt,
+    CostOpt,
+    DebugOpt,
+    DeviceOpt,
+    ItersOpt,
+    JsonOpt,
+    KnowledgeOpt,
+    OneShotOpt,
+    OptimizerOpt,
+    PathOpt,
+    PromptsOpt,
+    ReflectOpt,
+    ResumeOpt,
+    RunsOpt,
+    TaskCostOpt,
+    TaskTimeOpt,
+    TaskTokensOpt,
+    TempOpt,
+    TimeOpt,
+    TokensOpt,
+    _error,
+    _model,
+    run_agent,
+)
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
+from .options import (
+    AGENT,
+    AgentOptions,
+    Command,
+    ConcurrencyOpt,
+    JudgeBaseSeedOpt,
+    JudgeSeedsOpt,
+    LLMConcurrencyOpt,
+    LLMSeedOpt,
+    SandboxOpt,
+    TasksOpt,
+    TimeoutScaleOpt,
+    WorkersPerDeviceOpt,
+)
 
 ModeOpt = Annotated[str, typer.Option("--mode", help="geak (the full agent) | direct | one-shot | reflexion (the paper's baselines)")]
-TasksOpt = Annotated[Optional[list[str]], typer.Option("--tasks", help="only these tasks of the suite (repeatable)")]
 TuneOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="sweep the best kernel's launch parameters, no LLM")]
 TuneVariantsOpt = Annotated[int, typer.Option("--tune-variants", min=1, help="variants the tuning pass judges per run")]
-ConcOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="task-runs in flight (default: 4 per judge worker)")]
-LLMConcOpt = Annotated[Optional[int], typer.Option("--llm-concurrency", min=1, help="LLM requests in flight per provider (default llm.max_concurrency, 4)")]
 PerfCasesOpt = Annotated[Optional[int], typer.Option("--max-perf-cases", min=1, help="time at most N shapes per task")]
 
 
-@app.command("bench")
+@app.command("bench", cls=Command, short_help="Run the agent on every task of a suite.")
 def bench_command(
-    suite: Annotated[str, typer.Option("--suite", "-s", help="builtin | tritonbench-revised | rocm | kernelbench | tritonbench-t")] = "builtin",
-    path: PathOpt = None, tasks: TasksOpt = None, mode: ModeOpt = "geak",
-    model: ModelOpt = None, base_url: BaseUrlOpt = None, no_cache: NoCacheOpt = False, offline: OfflineOpt = False,
-    config_path: ConfigOpt = None, runs: RunsOpt = 1, iterations: ItersOpt = 10, max_debug_attempts: DebugOpt = 5,
-    temperature: TempOpt = 1.0, seed: SeedOpt = None, max_cost: CostOpt = None, max_tokens: TokensOpt = None,
-    time_limit: TimeOpt = None, task_max_cost: TaskCostOpt = None, task_max_tokens: TaskTokensOpt = None,
-    task_time_limit: TaskTimeOpt = None, device: DeviceOpt = "auto",
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/bench-<suite>-<time>)")] = None,
-    resume: ResumeOpt = None, prompts: PromptsOpt = None, corpus: CorpusOpt = None, one_shot: OneShotOpt = True,
-    knowledge: KnowledgeOpt = True, optimizer: OptimizerOpt = True, reflection: ReflectOpt = True,
-    tune: TuneOpt = False, tune_variants: TuneVariantsOpt = 12, concurrency: ConcOpt = None,
-    llm_concurrency: LLMConcOpt = None,
-    max_perf_cases: PerfCasesOpt = None, judge_seeds: SeedsOpt = 3,
-    perf: Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs)")] = None,
-    as_json: JsonOpt = False,
+    ctx: typer.Context,
+    suite: Annotated[str, typer.Option("--suite", "-s", help="builtin | tritonbench-revised | rocm | kernelbench | tritonbench-t")] = AGENT.suite,
+    path: PathOpt = AGENT.path, tasks: TasksOpt = None, mode: ModeOpt = AGENT.mode,
+    model: ModelOpt = AGENT.model, base_url: BaseUrlOpt = AGENT.base_url, no_cache: NoCacheOpt = AGENT.no_cache,
+    offline: OfflineOpt = AGENT.offline, config_path: ConfigOpt = AGENT.config_path,
+    llm_seed: LLMSeedOpt = AGENT.llm_seed, llm_concurrency: LLMConcurrencyOpt = AGENT.llm_concurrency,
+    temperature: TempOpt = AGENT.temperature,
+    runs: RunsOpt = AGENT.runs, iterations: ItersOpt = AGENT.iterations, max_debug_attempts: DebugOpt = AGENT.max_debug_attempts,
+    one_shot: OneShotOpt = AGENT.one_shot, knowledge: KnowledgeOpt = AGENT.knowledge,
+    optimizer: OptimizerOpt = AGENT.optimizer, reflection: ReflectOpt = AGENT.reflection,
+    tune: TuneOpt = AGENT.tune, tune_variants: TuneVariantsOpt = AGENT.tune_variants,
+    concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
+    max_cost: CostOpt = AGENT.max_cost, max_tokens: TokensOpt = AGENT.max_tokens, time_limit: TimeOpt = AGENT.time_limit,
+    task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
+    task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
+    device: DeviceOpt = AGENT.device, judge_seeds: JudgeSeedsOpt = AGENT.judge_seeds,
+    judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed,
+    perf: Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs)")] = AGENT.perf,
+    max_perf_cases: PerfCasesOpt = AGENT.max_perf_cases,
+    timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
+    sandbox: SandboxOpt = AGENT.sandbox,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/bench-<suite>-<time>)")] = AGENT.out,
+    resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Run the agent on every task of a suite, --runs times each, with LLM calls and judging
     overlapping on every GPU. Writes a run directory with metrics per iteration and per run
@@ -57,48 +97,37 @@ def bench_command(
 
     Exit status: 0 finished, 2 usage error, 130 interrupted (--resume RUN_DIR continues).
     """
-    from ..agent.app import RunSpec, new_seed, open_run
-    from ..agent.bench import load_tasks, settings_for, unsupported_here
-    from ..agent.budget import Limits
+    from ..agent.app import RunSpec, open_run
+    from ..agent.bench import load_tasks, unsupported_here
     from ..judge import DeviceUnavailable, detect_backend
     from ..store import StoreError
     from ..suites.runner import SuiteUsageError
 
-    o = dict(locals())
+    opts = AgentOptions.from_params(ctx.params)
     try:
-        if resume is not None:
-            store, spec = open_run(resume, None, resume=True, command="bench")
+        if opts.resume is not None:
+            store, spec = open_run(opts.resume, None, resume=True, command="bench")
         else:
-            model_id = _model(o)
-            backend, _ = detect_backend(device)
-            all_tasks = load_tasks(suite, path, tasks)
+            model_id = _model(opts)
+            backend, _ = detect_backend(opts.device)
+            all_tasks = load_tasks(opts.suite, opts.path, opts.tasks)
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
-            settings = settings_for(mode, iterations=iterations, runs=runs,
-                                    seed=seed if seed is not None else new_seed(),
-                                    ablations={"one_shot": one_shot, "knowledge": knowledge, "reflection": reflection,
-                                               "optimizer": optimizer},
-                                    max_debug_attempts=max_debug_attempts, temperature=temperature, tune=tune,
-                                    tune_variants=tune_variants)
-            spec = RunSpec("bench", tuple(t.ref for t in all_tasks if t.name not in unsupported), model_id, settings,
-                           Limits(max_cost, max_tokens, time_limit), Limits(task_max_cost, task_max_tokens, task_time_limit),
-                           {}, tuple(str(Path(p).expanduser().resolve()) for p in (corpus or [])),
-                           str(Path(prompts).resolve()) if prompts else None, device, judge_seeds, perf, max_perf_cases,
-                           suite, unsupported, mode, base_url)
-            out_dir = out or Path("kernelwright-runs") / f"bench-{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+            spec = RunSpec.from_options("bench", opts, task_refs=tuple(t.ref for t in all_tasks if t.name not in unsupported),
+                                        model=model_id, unsupported=unsupported)
+            out_dir = opts.out or Path("kernelwright-runs") / f"bench-{opts.suite}-{time.strftime('%Y%m%d-%H%M%S')}"
             store, spec = open_run(out_dir, spec, resume=False)
     except (StoreError, SuiteUsageError, DeviceUnavailable, ValueError) as exc:
-        raise _error(str(exc), as_json) from None
-    in_flight = concurrency or None
+        raise _error(str(exc), opts.as_json) from None
     started = time.monotonic()
-    _, errors, meter = run_agent(store, spec, o, as_json, concurrency=_concurrency(spec, concurrency),
-                                 in_flight=in_flight)
+    _, errors, meter = run_agent(store, spec, opts, concurrency=_concurrency(spec, opts.concurrency, opts.workers_per_device),
+                                 in_flight=opts.concurrency)
     report = write_metrics(store, spec, judge=dict(meter, wall_s=round(time.monotonic() - started, 3)))
-    _print(report, store, as_json, errors)
+    _print(report, store, opts.as_json, errors)
     store.close()
     raise typer.Exit(0)
 
 
-def _concurrency(spec, asked: int | None) -> int:
+def _concurrency(spec, asked: int | None, workers_per_device: int | None = None) -> int:
     """Task-runs in flight: 4 per judge worker by default, so the workers have candidates while
     other task-runs wait for the model (a model answering in 4x a verdict's time keeps them busy);
     the provider's own bound (--llm-concurrency) still caps the requests in flight."""
@@ -108,7 +137,7 @@ def _concurrency(spec, asked: int | None) -> int:
     from ..judge.coordinator.backend import default_workers_per_device
 
     backend, count = detect_backend(spec.device)
-    workers = count if backend == "cpu" else count * default_workers_per_device(count)
+    workers = count if backend == "cpu" else count * (workers_per_device or default_workers_per_device(count))
     return max(1, 4 * workers)
 
 
@@ -181,7 +210,7 @@ def failures(store, report: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-@app.command("bench-report")
+@app.command("bench-report", short_help="The metrics of a bench run, from its store.")
 def bench_report_command(
     run_dir: Annotated[Path, typer.Argument(help="a bench run directory")],
     as_json: JsonOpt = False,

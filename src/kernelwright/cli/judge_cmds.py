@@ -14,8 +14,25 @@ from rich.table import Table
 from rich.text import Text
 
 from . import app
-
-from .usage import EXIT_FAIL, EXIT_JUDGE_ERROR, EXIT_PASS, EXIT_USAGE, err_console, usage_error  # noqa: F401
+from .options import (
+    Command,
+    JudgeBaseSeedOpt,
+    JudgeSeedsOpt,
+    SandboxOpt,
+    TasksOpt,
+    TimeoutScaleOpt,
+    WorkersPerDeviceOpt,
+    judge_options,
+    parse_tasks,
+)
+from .usage import (  # noqa: F401
+    EXIT_FAIL,
+    EXIT_JUDGE_ERROR,
+    EXIT_PASS,
+    EXIT_USAGE,
+    err_console,
+    usage_error,
+)
 
 console = Console()
 
@@ -56,7 +73,7 @@ def load_task_or_exit(name_or_path: str, suite: str = "builtin", path: Optional[
 
 tasks_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
                         context_settings={"help_option_names": ["-h", "--help"]})
-app.add_typer(tasks_app, name="tasks")
+app.add_typer(tasks_app, name="tasks", short_help="List the tasks of a suite (tasks show NAME: one task).")
 
 
 @tasks_app.callback()
@@ -64,6 +81,7 @@ def tasks_command(
     ctx: typer.Context,
     suite: str = typer.Option("builtin", "--suite", "-s", help=SUITE_HELP),
     path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    tasks: TasksOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """List the tasks of a suite, and every file that could not become a task, with the reason.
@@ -88,11 +106,22 @@ def tasks_command(
                 problems.append(str(exc))
     else:
         try:
-            tasks, unreadable = load_suite_tasks(suite, path)
+            suite_tasks, unreadable = load_suite_tasks(suite, path)
         except SuiteUsageError as exc:
             raise usage_error(str(exc)) from None
-        rows = [t.summary() for t in tasks]
+        rows = [t.summary() for t in suite_tasks]
         problems = [describe_unreadable(file, reason) for file, reason in unreadable]
+    names = parse_tasks(tasks)
+    if names:  # only these (an unknown name is a usage error), in the suite's order
+        from types import SimpleNamespace
+
+        from ..suites.runner import select_tasks
+
+        try:
+            chosen = {t.name for t in select_tasks([SimpleNamespace(name=r["name"]) for r in rows], names, suite, path)}
+        except SuiteUsageError as exc:
+            raise usage_error(str(exc)) from None
+        rows = [r for r in rows if r["name"] in chosen]
     if as_json:
         print(json.dumps({"suite": suite, "tasks": rows, "errors": problems}, indent=2))
     else:
@@ -162,7 +191,7 @@ def tasks_show_command(
         console.print(f"[dim]note: {escape(note)}[/]", soft_wrap=True)
 
 
-@app.command("eval")
+@app.command("eval", cls=Command, short_help="Judge one candidate file.")
 def eval_command(
     candidate: Path = typer.Argument(..., help="Candidate Python file defining the task's entry point."),
     task: str = typer.Option(..., "--task", "-t", help="Task name (see `kernelwright tasks`) or path to a task file."),
@@ -170,14 +199,15 @@ def eval_command(
     path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
     device: str = typer.Option("auto", help="auto | cpu (Triton interpreter) | cuda | hip"),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
-    seeds: int = typer.Option(3, min=1, max=50, help="Fresh seeds per correctness case."),
-    seed: Optional[int] = typer.Option(None, help="Base seed, for a reproducible run."),
+    judge_seeds: JudgeSeedsOpt = 3,
+    judge_base_seed: JudgeBaseSeedOpt = None,
     perf: Optional[bool] = typer.Option(None, "--perf/--no-perf",
                                         help="Measure speed (default: on GPUs, off under the interpreter)."),
     baseline: str = typer.Option("torch", help="Speedup against the task's 'torch' or 'triton' reference."),
     blocks: int = typer.Option(10, min=2, max=200, help="Interleaved timing blocks per side and perf case."),
-    timeout_scale: float = typer.Option(1.0, "--timeout-scale", min=0.01,
-                                        help="Multiply every stage timeout (slow machines, huge kernels)."),
+    timeout_scale: TimeoutScaleOpt = 1.0,
+    workers_per_device: WorkersPerDeviceOpt = 1,
+    sandbox: SandboxOpt = "auto",
     force: bool = typer.Option(False, "--force",
                                help="With --perf under the CPU interpreter: time anyway (refused by default)."),
 ) -> None:
@@ -187,7 +217,7 @@ def eval_command(
     2 usage error (also a task file that is rejected, e.g. its reference fails on its own
     cases), 3 the judge could not decide (the reference failed while judging, a worker was lost).
     """
-    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool, detect_backend
+    from ..judge import DeviceUnavailable, JudgePool, detect_backend
 
     if not candidate.is_file():
         raise usage_error(f"candidate file {str(candidate)!r} does not exist")
@@ -196,13 +226,9 @@ def eval_command(
     task_obj = load_task_or_exit(task, suite, path)
     if baseline == "triton" and task_obj.triton_reference is None:
         raise usage_error(f"task {task_obj.name} has no Triton reference; use --baseline torch")
-    defaults = JudgeOptions()
-    options = JudgeOptions(
-        seeds=seeds, seed=seed, perf=perf, baseline=baseline, perf_blocks=blocks,
-        load_timeout=defaults.load_timeout * timeout_scale, call_timeout=defaults.call_timeout * timeout_scale,
-        case_timeout=defaults.case_timeout * timeout_scale, perf_timeout=defaults.perf_timeout * timeout_scale,
-        compile_timeout=defaults.compile_timeout * timeout_scale, run_timeout=defaults.run_timeout * timeout_scale,
-    )
+    options = judge_options(judge_seeds=judge_seeds, judge_base_seed=judge_base_seed, perf=perf,
+                            timeout_scale=timeout_scale, baseline=baseline, perf_blocks=blocks,
+                            sandbox=sandbox)
     try:
         backend, _ = detect_backend(device)
     except DeviceUnavailable as exc:
@@ -219,7 +245,7 @@ def eval_command(
         if as_json:
             err_console.print(f"[yellow]--force:[/] {escape(estimate)}", highlight=False)
     try:
-        with JudgePool(device, workers=1, options=options) as pool:
+        with JudgePool(device, workers=1, options=options, workers_per_device=workers_per_device) as pool:
             if as_json:
                 verdict = pool.judge(task_obj, candidate)
             else:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..config import ConfigError
@@ -21,6 +21,7 @@ from ..llm.models import PROVIDERS
 from ..llm.preflight import CheckResult, run_checks
 from ..llm.settings import load_llm_settings
 from . import app
+from .options import Command, LLMConcurrencyOpt
 
 ConfigOpt = Annotated[Optional[Path], typer.Option(
     "--config", help="settings file (default: $KERNELWRIGHT_CONFIG, then ./kernelwright.toml)")]
@@ -32,7 +33,6 @@ BaseUrlOpt = Annotated[Optional[str], typer.Option(
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="neither read nor write the response cache")]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="answer only from the response cache (exact replay)")]
 TimeoutOpt = Annotated[Optional[float], typer.Option("--timeout", help="seconds to wait for one response")]
-ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", help="requests in flight per provider")]
 
 
 
@@ -41,7 +41,7 @@ def _console() -> Console:
     return Console()
 
 
-@app.command("config")
+@app.command("config", cls=Command, short_help="Show every setting and where it came from.")
 def config_command(
     config_path: ConfigOpt = None,
     model: ModelOpt = None,
@@ -49,7 +49,7 @@ def config_command(
     no_cache: NoCacheOpt = False,
     offline: OfflineOpt = False,
     timeout: TimeoutOpt = None,
-    concurrency: ConcurrencyOpt = None,
+    llm_concurrency: LLMConcurrencyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: {key: {value, source}}")] = False,
     show_all: Annotated[bool, typer.Option(
         "--all", help="also list the default settings of providers not in use")] = False,
@@ -62,7 +62,7 @@ def config_command(
     try:
         config, _ = load_llm_settings(config_path, model=model, base_url=base_url,
                                       no_cache=no_cache, offline=offline, timeout_s=timeout,
-                                      concurrency=concurrency)
+                                      concurrency=llm_concurrency)
     except ConfigError as exc:
         _fail(str(exc), code=2)
     console = _console()
@@ -103,7 +103,7 @@ def _worth_showing(key: str, source: str, provider_in_use: str | None) -> bool:
     return parts[1] == provider_in_use or source != "default"
 
 
-@app.command("doctor")
+@app.command("doctor", cls=Command, short_help="Check the device, Triton and the model.")
 def doctor_command(
     config_path: ConfigOpt = None,
     model: ModelOpt = None,

@@ -10,10 +10,27 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from . import app
-from .judge_cmds import EXIT_USAGE, close_matches, usage_error
+from .judge_cmds import EXIT_USAGE, usage_error
+from .options import (
+    Command,
+    JudgeBaseSeedOpt,
+    JudgeSeedsOpt,
+    SandboxOpt,
+    TasksOpt,
+    TimeoutScaleOpt,
+    WorkersPerDeviceOpt,
+    judge_options,
+    parse_tasks,
+)
 
 EXIT_INTERRUPTED = 130
 console = Console()
@@ -30,7 +47,7 @@ TIMING_PROFILES = {
 }
 
 
-@app.command("judge-suite")
+@app.command("judge-suite", cls=Command, short_help="Judge every task of a suite.")
 def judge_suite_command(
     suite: str = typer.Option(..., "--suite", "-s", help="builtin | tritonbench-revised | rocm | kernelbench | tritonbench-t"),
     candidates: str = typer.Option(..., "--candidates", "-c",
@@ -41,16 +58,15 @@ def judge_suite_command(
                                                                   "(tritonbench-t)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o",
                                        help="Results file (JSONL, one line per task). Rerunning with the same "
-                                            "file resumes. Default: kernelwright-results/<suite>-<candidates>.jsonl"),
+                                            "file resumes. Default: <suite>-<candidates>.jsonl in kernelwright-results/"),
     as_json: bool = typer.Option(False, "--json", help="Print the metrics and per-task results as JSON."),
     device: str = typer.Option("auto", help="auto | cpu | cuda | hip"),
-    workers_per_device: Optional[int] = typer.Option(
-        None, min=1, max=16, help="Candidates checked at once per GPU (timing stays exclusive). "
-                                  "Default: one per two CPU cores of each GPU's share, at most 8."),
-    tasks: Optional[str] = typer.Option(None, help="Comma-separated task names to judge (default: all)."),
+    workers_per_device: WorkersPerDeviceOpt = None,
+    tasks: TasksOpt = None,
     perf: Optional[bool] = typer.Option(None, "--perf/--no-perf", help="Measure speed (default: on GPUs)."),
     timing: str = typer.Option("quick", help="Timing profile: quick (4 blocks of 10 ms) or standard (10 of 40 ms)."),
-    seeds: int = typer.Option(2, min=1, max=20, help="Seeds per correctness case."),
+    judge_seeds: JudgeSeedsOpt = 2,
+    judge_base_seed: JudgeBaseSeedOpt = None,
     exclude_unsupported: bool = typer.Option(False, "--exclude-unsupported",
                                              help="Leave tasks that cannot run on this platform out of the "
                                                   "denominators (the table says so)."),
@@ -58,20 +74,27 @@ def judge_suite_command(
     max_perf_cases: Optional[int] = typer.Option(None, "--max-perf-cases", min=1,
                                                  help="Time at most N shapes per task, spread evenly from the "
                                                       "smallest to the largest (default: every shape)."),
-    timeout_scale: float = typer.Option(1.0, "--timeout-scale", min=0.01,
-                                        help="Multiply every stage timeout (0.3: give up sooner on hangs)."),
+    timeout_scale: TimeoutScaleOpt = 1.0,
     force: bool = typer.Option(False, "--force",
                                help="With --perf under the CPU interpreter: time anyway (refused by default)."),
-    sandbox: str = typer.Option("auto", "--sandbox", help="auto | strict | off: how candidates are confined "
-                                                         "(README: what the sandbox protects)."),
+    sandbox: SandboxOpt = "auto",
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
     Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
     """
-    from ..judge import DeviceUnavailable, JudgeOptions, JudgePool, detect_backend
-    from ..suites.runner import (REFERENCE, ResultStore, SuiteUsageError, check_suite_source, describe_unreadable,
-                                 load_suite_tasks, plan, run_suite)
+    from ..judge import DeviceUnavailable, JudgePool, detect_backend
+    from ..suites.runner import (
+        REFERENCE,
+        ResultStore,
+        SuiteUsageError,
+        check_suite_source,
+        describe_unreadable,
+        load_suite_tasks,
+        plan,
+        run_suite,
+        select_tasks,
+    )
 
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
@@ -96,12 +119,10 @@ def judge_suite_command(
     if fresh and out.exists():
         out.unlink()
     store = ResultStore(out)
-    defaults = JudgeOptions()
-    options = JudgeOptions(seeds=seeds, perf=perf, max_perf_cases=max_perf_cases, sandbox=sandbox,
-                           **TIMING_PROFILES[timing],
-                           **{name: getattr(defaults, name) * timeout_scale
-                              for name in ("load_timeout", "call_timeout", "case_timeout", "perf_timeout",
-                                           "compile_timeout", "run_timeout")})
+    options = judge_options(judge_seeds=judge_seeds, judge_base_seed=judge_base_seed, perf=perf,
+                            timeout_scale=timeout_scale, max_perf_cases=max_perf_cases, sandbox=sandbox,
+                            **TIMING_PROFILES[timing])
+    names = parse_tasks(tasks)
     err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line
     interrupted = False
     started = time.monotonic()
@@ -122,16 +143,9 @@ def judge_suite_command(
             pool.start(wait=False)
             try:
                 suite_tasks, problems = load_suite_tasks(suite, path)
+                only = {t.name for t in select_tasks(suite_tasks, names, suite, path)} if names else None
             except SuiteUsageError as exc:
                 raise usage_error(str(exc)) from None
-            only = {t.strip() for t in tasks.split(",")} if tasks else None
-            if only:
-                names = [t.name for t in suite_tasks]
-                unknown = only - set(names)
-                if unknown:
-                    hints = "; ".join(f"{name!r}{close_matches(name, names)}" for name in sorted(unknown))
-                    raise usage_error(f"unknown task(s) in --tasks: {hints} (`kernelwright tasks --suite {suite}` "
-                                      "lists them)")
             for file, reason in problems:
                 err.print(f"[yellow]not a task:[/] {escape(describe_unreadable(file, reason))}")
             work = plan([t for t in suite_tasks if not only or t.name in only], candidates, store, pool.backend,

@@ -70,6 +70,31 @@ def hide_flag_types() -> None:
     TyperOption.display_type_rich = display_type_rich
 
 
+def keep_words_whole() -> None:
+    """Help text is wrapped by click's TextWrapper, which breaks words at hyphens: at 80 columns
+    `kernelwright-runs/<task>` came out as `kernelwright-` / `runs/<task>` and a flag as
+    `--no-` / `cache`. Wrap at spaces only (a word longer than a line is still split)."""
+    try:
+        from typer._click import _textwrap
+    except ImportError:  # pragma: no cover - typer on top of the click package
+        try:
+            from click import _textwrap
+        except ImportError:
+            return
+    original = _textwrap.TextWrapper
+    if getattr(original, "_kernelwright_whole_words", False):
+        return
+
+    class TextWrapper(original):  # type: ignore[misc, valid-type]
+        _kernelwright_whole_words = True
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("break_on_hyphens", False)
+            super().__init__(*args, **kwargs)
+
+    _textwrap.TextWrapper = TextWrapper
+
+
 def run(app: typer.Typer, args: Sequence[str] | None = None) -> None:
     """Run the CLI. With `--json`, a usage error found before the command runs (unknown flag,
     bad value, missing option) prints `{"error", "exit_code"}` on stdout too, so a script that

@@ -47,7 +47,7 @@ register(
     SettingSpec("llm.backoff_max_s", float, 60.0, "longest delay between two attempts",
                 "KERNELWRIGHT_LLM_BACKOFF_MAX_S"),
     SettingSpec("llm.max_concurrency", int, 4, "requests in flight at once, per provider",
-                "KERNELWRIGHT_LLM_MAX_CONCURRENCY", "--concurrency"),
+                "KERNELWRIGHT_LLM_MAX_CONCURRENCY", "--llm-concurrency"),
     SettingSpec("llm.max_tokens", int, 8192, "default output token budget per call",
                 "KERNELWRIGHT_LLM_MAX_TOKENS"),
     SettingSpec("llm.cache", bool, True, "reuse cached responses (content-addressed, SQLite)",

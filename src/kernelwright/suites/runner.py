@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..tasks import Task, list_builtin_tasks
 
@@ -68,6 +69,27 @@ def check_suite_source(suite: str, path: str | Path | None) -> None:
         root_of.get(suite, geak.checkout_root)(path)
     except geak.SuiteError as exc:
         raise SuiteUsageError(str(exc)) from None
+
+
+def select_tasks(tasks: Sequence[Task], names: Sequence[str] | None, suite: str,
+                 path: str | Path | None = None) -> list[Task]:
+    """The named tasks, in the order named (no names: every task). Unknown names raise
+    SuiteUsageError naming each one (with close matches) and the command that lists them."""
+    if not names:
+        return list(tasks)
+    import difflib
+
+    by_name = {t.name: t for t in tasks}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        def hint(name: str) -> str:
+            near = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.6)
+            return f"{name!r} (did you mean {', '.join(near)}?)" if near else repr(name)
+
+        where = f" --path {path}" if path is not None and suite != "builtin" else ""
+        raise SuiteUsageError(f"unknown task(s) in --tasks: {'; '.join(hint(n) for n in unknown)}; "
+                              f"`kernelwright tasks --suite {suite}{where}` lists the {len(by_name)} tasks of {suite}")
+    return [by_name[n] for n in names]
 
 
 def load_suite_tasks(suite: str, path: str | Path | None) -> tuple[list[Task], list[tuple[str, str]]]:

@@ -1,0 +1,207 @@
+"""The flags every command shares, defined once: one name per meaning, the same on every command
+that has that meaning (docs/cli.md's table lists them).
+
+    --tasks A,B            a set of a suite's tasks: repeatable and comma lists (--tasks a,b --tasks c)
+    --judge-seeds N        the judge: fresh input seeds per correctness case
+    --judge-base-seed S    the judge: base of those seeds, for a reproducible run (default random)
+    --llm-seed S           the LLM: base sampling seed (run r uses S + r; default random)
+    --concurrency N        the agent: task-runs in flight
+    --llm-concurrency N    the LLM: requests in flight per provider
+    --workers-per-device N the judge: worker processes per GPU (timing stays exclusive)
+    --timeout-scale X      the judge: multiplies every stage's time limit
+    --sandbox LEVEL        the judge: how candidates are confined (auto, strict, off)
+
+`AgentOptions` holds every option of the agent commands (generate, optimize, bench), typed, with
+its default written once here; the commands' signatures take their defaults from it. Flags that
+were renamed give an error naming their new name (`RENAMED`, `Command`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+try:  # recent typer vendors click (typer._click); older ones sit on the click package
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover
+    from click.exceptions import UsageError
+from typer.core import TyperCommand
+
+if TYPE_CHECKING:
+    from ..judge import JudgeOptions
+
+# -- the shared flags --------------------------------------------------------------------------
+TasksOpt = Annotated[list[str] | None, typer.Option(
+    "--tasks", metavar="NAME[,NAME...]",
+    help="only these tasks of the suite: comma-separated, repeatable (--tasks a,b --tasks c); "
+         "`kernelwright tasks --suite S` lists them")]
+JudgeSeedsOpt = Annotated[int, typer.Option(
+    "--judge-seeds", min=1, max=50, metavar="N",
+    help="the judge's seeds: fresh input seeds per correctness case")]
+JudgeBaseSeedOpt = Annotated[int | None, typer.Option(
+    "--judge-base-seed", metavar="S",
+    help="the judge's base seed: the same input seeds every run (default: fresh random ones)")]
+LLMSeedOpt = Annotated[int | None, typer.Option(
+    "--llm-seed", metavar="S", help="the LLM's base sampling seed: run r samples with S + r (default random)")]
+ConcurrencyOpt = Annotated[int | None, typer.Option(
+    "--concurrency", min=1, metavar="N",
+    help="the agent's task-runs in flight (default: every run; bench: 4 per judge worker)")]
+LLMConcurrencyOpt = Annotated[int | None, typer.Option(
+    "--llm-concurrency", min=1, metavar="N",
+    help="LLM requests in flight per provider (default: llm.max_concurrency, 4)")]
+WorkersPerDeviceOpt = Annotated[int | None, typer.Option(
+    "--workers-per-device", min=1, max=16, metavar="N",
+    help="judge workers per GPU, checking candidates side by side (timing stays exclusive; default: "
+         "one per two CPU cores of each GPU's share, at most 8, and no more than the agent's task-runs "
+         "in flight; eval: 1; not used on the CPU)")]
+TimeoutScaleOpt = Annotated[float, typer.Option(
+    "--timeout-scale", min=0.01, metavar="X",
+    help="multiply every judge time limit (0.3: give up sooner on hangs; 2: slow machines)")]
+
+SandboxOpt = Annotated[str, typer.Option(
+    "--sandbox", metavar="auto|strict|off",
+    help="how candidates are confined: auto (what this machine gives; `kernelwright doctor` says "
+         "what that is), strict (refuse to judge without files, network and signals confined), "
+         "off (none); README: what the sandbox protects")]
+
+# The judge's time limits that --timeout-scale multiplies (JudgeOptions' fields).
+TIMEOUT_FIELDS = ("load_timeout", "call_timeout", "case_timeout", "perf_timeout", "compile_timeout", "run_timeout")
+
+
+def judge_options(*, judge_seeds: int, judge_base_seed: int | None = None, perf: bool | None = None,
+                  timeout_scale: float = 1.0, **more: Any) -> JudgeOptions:
+    """The judge's options from the shared flags (and any other JudgeOptions field in `more`)."""
+    from ..judge import JudgeOptions
+
+    options = JudgeOptions(seeds=judge_seeds, seed=judge_base_seed, perf=perf, **more)
+    if timeout_scale != 1.0:
+        options = replace(options, **{name: getattr(options, name) * timeout_scale for name in TIMEOUT_FIELDS})
+    return options
+
+
+def parse_tasks(values: Iterable[str] | None) -> tuple[str, ...]:
+    """--tasks as given, any number of times, each a comma list: the names in order, once each
+    (empty: all tasks)."""
+    names: list[str] = []
+    for value in values or ():
+        for name in value.split(","):
+            name = name.strip()
+            if name and name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+# -- renamed flags -----------------------------------------------------------------------------
+RENAMED = {
+    "--seed": "the LLM's sampling seed is now --llm-seed (generate, optimize, bench), the judge's base "
+              "seed --judge-base-seed (eval, judge-suite, generate, optimize, bench)",
+    "--seeds": "it is now --judge-seeds (the judge's fresh input seeds per correctness case)",
+    "--concurrency": "LLM requests in flight per provider is --llm-concurrency; --concurrency (the "
+                     "agent's task-runs in flight) belongs to generate, optimize and bench",
+}
+
+
+def renamed_flag(args: Sequence[str], known: set[str]) -> str | None:
+    """The first renamed flag in `args` that this command does not take, with its message."""
+    for arg in args:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        if name in RENAMED and name not in known:
+            return f"no option {name}: {RENAMED[name]}"
+    return None
+
+
+class Command(TyperCommand):
+    """A typer command that answers a renamed flag with its new name (exit status 2)."""
+
+    def parse_args(self, ctx, args):
+        known = {opt for param in self.params for opt in (*getattr(param, "opts", ()),
+                                                          *getattr(param, "secondary_opts", ()))}
+        message = renamed_flag(args, known)
+        if message is not None:
+            raise UsageError(message, ctx=ctx)
+        return super().parse_args(ctx, args)
+
+
+# -- the agent commands' options ---------------------------------------------------------------
+@dataclass(frozen=True)
+class AgentOptions:
+    """Every option of generate, optimize and bench, typed; the defaults are written here only."""
+
+    # the task (generate, optimize)
+    instruction: str | None = None
+    entry: str | None = None
+    reference: Path | None = None
+    tests: Path | None = None
+    name: str | None = None
+    kernel: Path | None = None                    # optimize: the user's working kernel
+    task: str | None = None
+    suite: str = "builtin"
+    path: Path | None = None
+    # bench
+    tasks: tuple[str, ...] = ()
+    mode: str = "geak"
+    tune_variants: int = 12
+    max_perf_cases: int | None = None
+    # the model
+    model: str | None = None
+    base_url: str | None = None
+    no_cache: bool = False
+    offline: bool = False
+    config_path: Path | None = None
+    llm_seed: int | None = None
+    llm_concurrency: int | None = None
+    temperature: float = 1.0
+    # the loop
+    runs: int = 1
+    iterations: int = 10
+    max_debug_attempts: int = 5
+    one_shot: bool = True
+    knowledge: bool = True
+    optimizer: bool = True
+    reflection: bool = True
+    tune: bool = False
+    concurrency: int | None = None
+    prompts: Path | None = None
+    corpus: tuple[Path, ...] = ()
+    # budgets
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    time_limit: float | None = None
+    task_max_cost: float | None = None
+    task_max_tokens: int | None = None
+    task_time_limit: float | None = None
+    # the judge
+    device: str = "auto"
+    judge_seeds: int = 3
+    judge_base_seed: int | None = None
+    perf: bool | None = None
+    timeout_scale: float = 1.0
+    workers_per_device: int | None = None
+    sandbox: str = "auto"
+    # the run
+    out: Path | None = None
+    resume: Path | None = None
+    as_json: bool = False
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> AgentOptions:
+        """From a command's parsed parameters (typer's `ctx.params`): every one must be a field,
+        so an option added to a command without a field here fails at once; lists become tuples,
+        --tasks is parsed (comma lists, repeatable)."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(params) - names
+        if unknown:
+            raise TypeError(f"AgentOptions has no field for {sorted(unknown)}")
+        values = dict(params)
+        values["tasks"] = parse_tasks(values.get("tasks"))
+        values["corpus"] = tuple(values.get("corpus") or ())
+        return cls(**values)
+
+
+AGENT = AgentOptions()  # the defaults, for the commands' signatures

@@ -1,0 +1,315 @@
+"""One CLI vocabulary (issue 27, item 3): the same flag means the same thing on every command.
+
+--tasks (repeatable and comma lists), the seed flags (--judge-seeds, --judge-base-seed, --llm-seed),
+--concurrency / --llm-concurrency, --timeout-scale and --workers-per-device, renamed flags answered
+with their new names, and every command's help readable at 80 columns. The judge and the LLM are
+stubbed where a command would start them: these tests check what the flags turn into."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from kernelwright.cli import app
+from kernelwright.cli.options import AGENT, AgentOptions, parse_tasks
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = ROOT / "tests" / "candidates" / "vector_add" / "good.py"
+OFFLINE = ["--model", "openai/gpt-4.1", "--offline", "--device", "cpu"]  # no key, no server: nothing is called
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
+        return CliRunner(mix_stderr=False)
+    return CliRunner()
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+class Stop(Exception):
+    """Raised by a stub where the command would start judging: what it was given is recorded."""
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """Stubs for the judge pool and the agent's run: they record their arguments and stop."""
+    seen: dict = {}
+
+    class FakePool:
+        def __init__(self, device="auto", workers=None, options=None, workers_per_device=1):
+            seen["pool"] = {"device": device, "workers": workers, "options": options,
+                            "workers_per_device": workers_per_device}
+            raise Stop
+
+    def fake_run_agent(store, spec, opts, concurrency=None, in_flight=None):
+        seen["agent"] = {"spec": spec, "opts": opts, "concurrency": concurrency, "in_flight": in_flight}
+        store.close()
+        raise Stop
+
+    monkeypatch.setattr("kernelwright.judge.JudgePool", FakePool)
+    monkeypatch.setattr("kernelwright.cli.agent_cmds.run_agent", fake_run_agent)
+    monkeypatch.setattr("kernelwright.cli.bench_cmds.run_agent", fake_run_agent)
+    return seen
+
+
+class ReadyPool:
+    """Enough of a judge pool for judge-suite to load, select and plan (it starts no worker)."""
+
+    n_workers = n_devices = 1
+    backend = "cpu"
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def start(self, wait=True):
+        return self
+
+
+def stopped(result) -> None:
+    assert isinstance(result.exception, Stop), (result.exit_code, result.output, result.exception)
+
+
+# -- --tasks -----------------------------------------------------------------------------------
+
+def test_parse_tasks_takes_repeats_and_comma_lists_in_order_once_each():
+    assert parse_tasks(["a,b", "c", " a , d,", ""]) == ("a", "b", "c", "d")
+    assert parse_tasks(None) == () and parse_tasks([]) == ()
+
+
+def test_judge_suite_tasks_twice_and_comma_lists_judge_every_one(runner, captured, tmp_path, monkeypatch):
+    """The bug: `--tasks a --tasks b` judged only b. Every name given is planned now."""
+    planned: list[str] = []
+    import kernelwright.suites.runner as suite_runner
+
+    real_plan = suite_runner.plan
+
+    def spy_plan(tasks, *args, **kwargs):
+        tasks = list(tasks)
+        planned.extend(t.name for t in tasks)
+        return real_plan(tasks, *args, **kwargs)
+
+    def no_judging(work, store, pool, on_record=None, options=None):
+        raise Stop
+
+    monkeypatch.setattr("kernelwright.judge.JudgePool", ReadyPool)
+    monkeypatch.setattr(suite_runner, "plan", spy_plan)
+    monkeypatch.setattr(suite_runner, "run_suite", no_judging)
+    result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
+                                 "--tasks", "vector_add", "--tasks", "silu,gelu", "--out", str(tmp_path / "r.jsonl")])
+    stopped(result)
+    assert sorted(planned) == ["gelu", "silu", "vector_add"]
+
+
+@pytest.mark.parametrize("command", [
+    ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu"],
+    ["bench", "--suite", "builtin", *OFFLINE],
+    ["tasks"],
+])
+def test_unknown_tasks_fail_fast_naming_them_and_how_to_list(runner, captured, tmp_path, monkeypatch, command):
+    monkeypatch.setattr("kernelwright.judge.JudgePool", ReadyPool)  # judge-suite loads the suite as workers start
+    result = runner.invoke(app, [*command, "--tasks", "vector_add,vectr_add", "--tasks", "nope,silu",
+                                 "--out", str(tmp_path / "out")] if command[0] != "tasks" else
+                           [*command, "--tasks", "vector_add,vectr_add", "--tasks", "nope,silu"])
+    assert result.exit_code == 2, result.output
+    err = flat(result.stderr)
+    assert "unknown task(s) in --tasks: 'vectr_add' (did you mean vector_add?); 'nope'" in err
+    assert "`kernelwright tasks --suite builtin` lists the" in err
+    assert "'silu'" not in err
+    assert "agent" not in captured
+    assert not (tmp_path / "out").exists()
+
+
+def test_bench_takes_comma_lists_and_repeats(runner, captured, tmp_path):
+    result = runner.invoke(app, ["bench", "--suite", "builtin", *OFFLINE, "--tasks", "vector_add,silu",
+                                 "--tasks", "gelu", "--out", str(tmp_path / "run")])
+    stopped(result)
+    spec = captured["agent"]["spec"]
+    assert [Path(r).stem for r in spec.task_refs] == ["vector_add", "silu", "gelu"]
+
+
+def test_tasks_lists_only_the_named_ones(runner):
+    result = runner.invoke(app, ["tasks", "--tasks", "softmax", "--tasks", "vector_add,softmax", "--json"])
+    assert result.exit_code == 0, result.output
+    assert sorted(t["name"] for t in json.loads(result.stdout)["tasks"]) == ["softmax", "vector_add"]
+
+
+# -- seeds, concurrency, timeouts, workers ------------------------------------------------------
+
+def test_eval_maps_the_judge_flags(runner, captured):
+    result = runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--device", "cpu", "--judge-seeds", "2",
+                                 "--judge-base-seed", "5", "--timeout-scale", "2", "--workers-per-device", "3"])
+    stopped(result)
+    pool = captured["pool"]
+    options = pool["options"]
+    assert (options.seeds, options.seed, pool["workers_per_device"]) == (2, 5, 3)
+    assert options.load_timeout == 240.0 and options.run_timeout == 60.0 and options.compile_timeout == 1200.0
+
+
+def test_eval_defaults_are_unchanged(runner, captured):
+    stopped(runner.invoke(app, ["eval", str(GOOD), "--task", "vector_add", "--device", "cpu"]))
+    options = captured["pool"]["options"]
+    assert (options.seeds, options.seed, options.load_timeout, captured["pool"]["workers_per_device"]) == (3, None, 120.0, 1)
+
+
+def test_judge_suite_maps_the_judge_flags(runner, captured, tmp_path):
+    result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
+                                 "--judge-seeds", "4", "--judge-base-seed", "9", "--timeout-scale", "0.5",
+                                 "--workers-per-device", "2", "--out", str(tmp_path / "r.jsonl")])
+    stopped(result)
+    pool = captured["pool"]
+    options = pool["options"]
+    assert (options.seeds, options.seed, pool["workers_per_device"]) == (4, 9, 2)
+    assert options.case_timeout == 30.0 and options.perf_blocks == 4  # the quick timing profile still applies
+
+
+AGENT_FLAGS = ["--llm-seed", "7", "--judge-seeds", "2", "--judge-base-seed", "5", "--timeout-scale", "0.5",
+               "--workers-per-device", "2", "--concurrency", "3", "--llm-concurrency", "4"]
+
+
+@pytest.mark.parametrize("command", [
+    ["generate", "--task", "vector_add"],
+    ["optimize", str(GOOD), "--task", "vector_add", "--perf"],
+    ["bench", "--suite", "builtin", "--tasks", "vector_add"],
+])
+def test_agent_commands_take_the_unified_flags(runner, captured, tmp_path, command):
+    result = runner.invoke(app, [*command, *OFFLINE, *AGENT_FLAGS, "--out", str(tmp_path / "run")])
+    stopped(result)
+    spec, opts = captured["agent"]["spec"], captured["agent"]["opts"]
+    assert spec.settings.seed == 7 and spec.judge_seeds == 2 and spec.judge_base_seed == 5
+    assert spec.timeout_scale == 0.5
+    assert opts.workers_per_device == 2 and opts.llm_concurrency == 4
+    assert captured["agent"]["concurrency"] == 3 and captured["agent"]["in_flight"] == 3
+    stored = json.loads(json.dumps(spec.to_dict()))  # what a resume reads back
+    assert stored["judge_base_seed"] == 5 and stored["timeout_scale"] == 0.5
+
+
+def test_the_agents_judge_pool_gets_the_spec_and_workers_per_device(tmp_path):
+    from kernelwright.agent.app import RunSpec
+    from kernelwright.cli.agent_cmds import _judge_pool, _llm_flags
+
+    opts = AgentOptions(device="cpu", judge_seeds=2, judge_base_seed=5, timeout_scale=0.5, llm_concurrency=6)
+    spec = RunSpec.from_options("generate", opts, task_refs=("vector_add",), model="openai/gpt-4.1")
+    with _judge_pool(spec, in_flight=1, workers_per_device=3) as pool:
+        assert pool.options.seeds == 2 and pool.options.seed == 5
+        assert pool.options.load_timeout == 60.0 and pool.options.compile_timeout == 300.0
+    assert _llm_flags(opts)["concurrency"] == 6
+
+
+def test_config_takes_llm_concurrency(runner):
+    result = runner.invoke(app, ["config", "--llm-concurrency", "7", "--json"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)["llm.max_concurrency"]
+    assert shown["value"] == 7 and "--llm-concurrency" in shown["source"]
+
+
+# -- renamed flags ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,old,new", [
+    (["eval", str(GOOD), "--task", "vector_add", "--seeds", "2"], "--seeds", "--judge-seeds"),
+    (["eval", str(GOOD), "--task", "vector_add", "--seed=5"], "--seed", "--judge-base-seed"),
+    (["judge-suite", "--suite", "builtin", "--candidates", "reference", "--seeds", "1"], "--seeds", "--judge-seeds"),
+    (["generate", "--task", "vector_add", "--seed", "3"], "--seed", "--llm-seed"),
+    (["bench", "--seed", "3"], "--seed", "--llm-seed"),
+    (["config", "--concurrency", "4"], "--concurrency", "--llm-concurrency"),
+])
+def test_a_removed_flag_names_its_replacement(runner, captured, args, old, new):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    err = flat(result.stderr)
+    assert f"no option {old}:" in err and new in err
+    assert not captured
+
+
+def test_a_removed_flag_with_json_prints_an_error_object(capsys, monkeypatch):
+    from kernelwright.cli import main
+
+    monkeypatch.setattr("sys.argv", ["kernelwright", "eval", str(GOOD), "--task", "vector_add", "--seeds", "2",
+                                     "--json"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    data = json.loads(capsys.readouterr().out)
+    assert data["exit_code"] == 2 and "--judge-seeds" in data["error"]
+
+
+def test_a_flag_after_double_dash_is_not_taken_for_a_renamed_one():
+    from kernelwright.cli.options import renamed_flag
+
+    assert renamed_flag(["--", "--seed"], set()) is None
+    assert renamed_flag(["--seed", "1"], {"--seed"}) is None
+    assert "--llm-seed" in renamed_flag(["--seed", "1"], set())
+
+
+# -- options built once ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["generate", "optimize", "bench"])
+def test_agent_commands_options_are_agentoptions_fields_with_its_defaults(name):
+    command = get_command(app).commands[name]
+    known = {f.name: f for f in fields(AgentOptions)}
+    for param in command.params:
+        assert param.name in known, f"{name}: {param.name} has no AgentOptions field"
+        if param.name in ("tasks", "corpus"):
+            continue  # lists on the command line, tuples in the options
+        default = param.default() if callable(param.default) else param.default
+        assert default == getattr(AGENT, param.name), (name, param.name, default)
+
+
+def test_from_params_rejects_an_option_without_a_field():
+    with pytest.raises(TypeError, match="no field"):
+        AgentOptions.from_params({"runs": 1, "no_such_option": 2})
+
+
+# -- help at 80 columns ------------------------------------------------------------------------
+
+def _commands(command, path=()):
+    yield list(path), command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+@pytest.mark.parametrize("path,command", list(_commands(get_command(app))), ids=lambda x: " ".join(x) if
+                         isinstance(x, list) else "")
+def test_help_at_80_columns_lists_every_option_whole(runner, path, command):
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert not [line for line in out.splitlines() if len(line) > 80]
+    assert "…" not in out
+    for param in command.params:
+        for opt in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())):
+            if opt.startswith("--"):
+                assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", out), f"{path}: {opt} not listed whole"
+        text = getattr(param, "help", None)
+        if text:  # wrapped at spaces only: no word cut in two
+            assert flat(text) in flat(out), f"{path}: the help of {param.name} is cut: {text!r}"
+
+
+# -- attempt modes are the Mode enum, not strings -----------------------------------------------
+
+def test_progress_counts_the_models_attempts_by_mode():
+    """The bar counts attempts the model wrote (Mode.by_llm): not the user's given kernel, not a
+    tuned variant."""
+    from kernelwright.agent.memory import Attempt, Mode
+    from kernelwright.cli.agent_progress import AgentProgress
+
+    progress = AgentProgress(tasks=1, runs=1, iterations=3, quiet=True)
+    for index, mode in enumerate(Mode):
+        progress.event("attempt", {"attempt": Attempt("t", 0, index, mode, 0, None, None)})
+    assert progress.done == sum(m.by_llm for m in Mode) == 4
+    assert not Mode.GIVEN.by_llm and not Mode.TUNE.by_llm and Mode.FIX.by_llm
