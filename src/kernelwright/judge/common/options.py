@@ -47,6 +47,8 @@ class JudgeOptions:
     # How candidates are confined (judge/sandbox/confinement.py): "auto" with what this machine
     # gives, "strict" refuses to judge without files, network and signals confined, "off" none
     sandbox: str = "auto"
+    # what a confined candidate may write in all (its scratch and Triton cache; worker/limits.py)
+    max_written_bytes: int = 2 << 30
 
     def for_request(self, backend: str) -> dict:
         opts = asdict(self)

@@ -36,6 +36,7 @@ class FailureKind(str, Enum):
     GPU_FAULT = "gpu_fault"                    # the device context broke (illegal address, ...)
     OUT_OF_MEMORY = "out_of_memory"            # torch.OutOfMemoryError, MemoryError
     PROTOCOL_ERROR = "protocol_error"          # an unreadable reply from the candidate child
+    RESOURCE_LIMIT = "resource_limit"          # over its sandbox's bytes written or processes (worker/limits.py)
     # what the worker's checks found
     WRONG_VALUES = "wrong_values"
     WRONG_SHAPE_DTYPE = "wrong_shape_dtype"    # also: the wrong number of outputs

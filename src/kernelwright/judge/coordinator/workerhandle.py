@@ -66,7 +66,7 @@ class WorkerHandle:
         # gpu_workers: how many of this pool's workers share the worker's GPU (1: no shared GPU lock)
         self.conn.send({"options": {"memory_fraction": options.memory_fraction, "gpu_workers": gpu_workers,
                                     "cache_root": str(ensure_private(private / "triton")),
-                                    "sandbox": options.sandbox,
+                                    "sandbox": options.sandbox, "max_written_bytes": options.max_written_bytes,
                                     "scratch_root": str(ensure_private(private / "scratch"))}})
 
     def wait_ready(self) -> dict:

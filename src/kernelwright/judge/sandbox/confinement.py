@@ -176,6 +176,7 @@ class ChildSandbox:
     netns: bool = False                # an empty network namespace (the candidate's)
     data_bytes: int | None = None      # RLIMIT_DATA (private writable memory of the process)
     nproc: int | None = None           # RLIMIT_NPROC (not enforced for root)
+    max_written_bytes: int = 2 << 30   # watched by its worker (worker/limits.py): the kernel cannot
     base: landlock.Policy | None = None  # the worker's base policy (Python paths, system, devices)
 
     @property

@@ -25,6 +25,7 @@ from ..common.gpulock import MAX_LOCK_CREDIT_S
 from ..common.lockholders import timing_turn_elsewhere
 from ..common.messages import MessageError, Ready, parse_notice, parse_reply
 from ..sandbox.child import STACK_DUMP_SIGNAL, child_main
+from .limits import WATCH_S, Limits
 
 # While a child says it queues for the GPU, its worker looks this often at who holds the lock.
 LOCK_CHECK_S = 1.0
@@ -144,6 +145,8 @@ class ChildProcess:
     # it is killed; and how it is confined, as it said when ready (`Ready.sandbox`).
     scratch: str | None = None
     sandbox: dict = {}
+    # a confined candidate's bytes written and processes, looked at while it is waited for
+    limits: Limits | None = None
 
     def __init__(self, role: str, task, device: str, options: dict,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
@@ -155,6 +158,9 @@ class ChildProcess:
         box = options.get("sandbox")
         self.scratch = box.scratch if box is not None and box.on else None
         self.sandbox = {}
+        if self.scratch and role == "candidate":
+            self.limits = Limits((self.scratch, *(p for p in box.write if os.path.isdir(p))),
+                                 max_bytes=box.max_written_bytes)
         fd, self.log_path = tempfile.mkstemp(prefix=f"kernelwright-{role}-", suffix=".log")
         os.close(fd)
         parent_conn, child_conn = Pipe(duplex=True)
@@ -213,13 +219,17 @@ class ChildProcess:
             now = time.monotonic()
             budget = clock.budget(now)
             checking = clock.waiting and budget > LOCK_CHECK_S
-            if not self._poll(LOCK_CHECK_S if checking else budget, doing):
+            watching = self.limits is not None and budget > WATCH_S
+            if not self._poll(LOCK_CHECK_S if checking else WATCH_S if watching else budget, doing):
+                self._check_limits()
                 if checking:
                     if self.lock_culprit is not None:
                         # whatever else holds the GPU: a reader of another worker can hold the
                         # turnstile while it too waits for our candidate's hold
                         self.lock_culprit()
                     clock.check_wait(time.monotonic(), self.turn_elsewhere())
+                    continue
+                if watching:
                     continue
                 clock.charge(now)
                 self.dump_stacks()
@@ -249,6 +259,13 @@ class ChildProcess:
         if isinstance(stats, dict) and self.on_lock_stats is not None:
             self.on_lock_stats(stats)
         return reply
+
+    def _check_limits(self) -> None:
+        """Kill a candidate over a limit of its sandbox (`limits`): its failure says which."""
+        why = self.limits.over(self.pid) if self.limits is not None else None
+        if why is not None:
+            self.kill()
+            raise ChildFailure("resource_limit", why, self.log_tail())
 
     def turn_elsewhere(self) -> bool | None:
         """Whether another worker's timing turn holds the GPU: the worker's own tree (itself, its

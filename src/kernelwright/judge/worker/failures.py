@@ -90,7 +90,7 @@ COMPILE_ERROR_TYPES = frozenset({"triton.compiler.errors.CompilationError", "tri
 OUT_OF_MEMORY_TYPES = frozenset({"torch.OutOfMemoryError", "builtins.MemoryError"})
 OUT_OF_MEMORY_CODE = 2  # cudaErrorMemoryAllocation and hipErrorOutOfMemory (torch.AcceleratorError.error_code)
 CHILD_FAILURE_KINDS = {"timeout": "timeout", "crash": "crash", "protocol": "protocol_error",
-                       "too_large": "protocol_error"}  # (a candidate can announce any size: its protocol failure)
+                       "too_large": "protocol_error", "resource_limit": "resource_limit"}  # (a candidate can announce any size: its protocol failure)
 
 
 def error_kind(reply, importing: bool) -> str:

@@ -206,7 +206,8 @@ class Worker:
         candidate = role == "candidate"
         return ChildSandbox(level=level, scratch=scratch, write=tuple(write), read=self.task_files,
                             netns=candidate, data_bytes=candidate_data_limit() if candidate else None,
-                            nproc=process_limit(), base=self.base_policy)
+                            nproc=process_limit(), base=self.base_policy,
+                            max_written_bytes=int(self.options.get("max_written_bytes", 2 << 30)))
 
     def _admit(self, task) -> None:
         """Let this worker's children read `task`'s files; spares forked without them go."""
