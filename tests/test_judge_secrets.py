@@ -105,7 +105,9 @@ def test_a_candidate_finds_no_secret_in_any_environment(tmp_path):
         import ctypes, json, sys
         from kernelwright.judge import JudgeOptions, JudgePool
         from kernelwright.tasks import resolve_task
-        with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False)) as pool:
+        # unconfined (a machine without Landlock): the environment allow-list alone keeps the
+        # secrets out; confined, the spy could not even write its findings (test_sandbox_attacks)
+        with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False, sandbox="off")) as pool:
             verdict = pool.submit(resolve_task("vector_add"), open({str(candidate)!r}).read()).result()
             pid = pool._workers[0].process.pid
         dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
@@ -193,7 +195,10 @@ def test_the_reference_compiles_into_a_cache_no_candidate_is_pointed_at(tmp_path
     task_file.write_text(f"RECORD = {str(ref_record)!r}\n" + TASK)
     task = load_task_file(task_file)
     planter = f"OUT = {str(cand_record)!r}\n" + PLANTER
-    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False)) as pool:
+    # unconfined, as on a machine without Landlock: the caches' separation is what protects the
+    # reference then (confined, the candidate cannot write the judge's directory at all, and this
+    # task's reference could not write its record)
+    with JudgePool("cpu", workers=1, options=JudgeOptions(seeds=1, perf=False, sandbox="off")) as pool:
         first = pool.submit(task, planter).result(timeout=120)
         again = pool.submit(task, planter).result(timeout=120)  # the same reference process, after the planting
         ref, cand = json.loads(ref_record.read_text()), json.loads(cand_record.read_text())
