@@ -39,11 +39,11 @@ def make_variants(tmp: Path, n: int) -> list[tuple[str, Path]]:
     return out
 
 
-def run_judge(cands, device, per_device, seeds):
+def run_judge(cands, device, per_device, seeds, sandbox="auto"):
     from kernelwright.judge import JudgeOptions, JudgePool
     from kernelwright.tasks import resolve_task
 
-    options = JudgeOptions(seeds=len(seeds), seed=seeds[0], perf=False)
+    options = JudgeOptions(seeds=len(seeds), seed=seeds[0], perf=False, sandbox=sandbox)
     with JudgePool(device, options=options, workers_per_device=per_device) as pool:
         t0 = time.perf_counter()
         pool.start()
@@ -52,7 +52,8 @@ def run_judge(cands, device, per_device, seeds):
         t0 = time.perf_counter()
         verdicts = pool.judge_many(jobs)
         wall = time.perf_counter() - t0
-    return wall, warm_s, [v.stage for v in verdicts]
+    setup = sorted(v.sandbox.get("setup_ms", 0.0) for v in verdicts if v.sandbox.get("layers"))
+    return wall, warm_s, [v.stage for v in verdicts], setup
 
 
 def run_fresh(cands, seeds):
@@ -74,31 +75,45 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--per-device", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--sandbox", nargs="+", default=["auto"],
+                        help="judge with each of these --sandbox levels (e.g. off auto: the sandbox's cost)")
+    parser.add_argument("--repeats", type=int, default=1, help="each judge run this many times, levels interleaved")
+    parser.add_argument("--no-fresh", action="store_true", help="leave out the fresh-process baseline")
     args = parser.parse_args()
     seeds = [11, 12, 13]
     report = {"candidates": None, "seeds_per_case": len(seeds), "runs": []}
     with tempfile.TemporaryDirectory() as tmp:
         cands = make_variants(Path(tmp), args.variants)
         report["candidates"] = len(cands)
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-fresh-")
-        fresh_wall, fresh_results = run_fresh(cands, seeds)
-        bad = [r for r in fresh_results if r != "passed"]
-        if bad:  # a baseline that stops early is cheaper than real: refuse to report it
-            raise SystemExit(f"the fresh-process baseline failed on {len(bad)} candidates:\n{bad[0]}")
-        report["runs"].append({"method": "fresh python per candidate", "wall_s": fresh_wall,
-                               "per_candidate_s": fresh_wall / len(cands), "failures": bad[:3]})
-        for per_device in args.per_device:
-            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-judge{per_device}-")
-            wall, warm, stages = run_judge(cands, args.device, per_device, seeds)
-            report["runs"].append({"method": f"kernelwright judge, {per_device} worker(s) per device",
-                                   "wall_s": wall, "per_candidate_s": wall / len(cands), "worker_start_s": warm,
-                                   "speedup_vs_fresh": fresh_wall / wall,
-                                   "not_passed": [s for s in stages if s != "passed"]})
+        fresh_wall = None
+        if not args.no_fresh:
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-fresh-")
+            fresh_wall, fresh_results = run_fresh(cands, seeds)
+            bad = [r for r in fresh_results if r != "passed"]
+            if bad:  # a baseline that stops early is cheaper than real: refuse to report it
+                raise SystemExit(f"the fresh-process baseline failed on {len(bad)} candidates:\n{bad[0]}")
+            report["runs"].append({"method": "fresh python per candidate", "wall_s": fresh_wall,
+                                   "per_candidate_s": fresh_wall / len(cands), "failures": bad[:3]})
+        for rep in range(args.repeats):
+            levels = args.sandbox if rep % 2 == 0 else args.sandbox[::-1]  # drift cancels over pairs
+            for per_device in args.per_device:
+                for level in levels:
+                    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-judge{per_device}-")
+                    wall, warm, stages, setup = run_judge(cands, args.device, per_device, seeds, level)
+                    report["runs"].append({
+                        "method": f"kernelwright judge, {per_device} worker(s) per device, --sandbox {level}",
+                        "sandbox": level, "per_device": per_device, "repeat": rep,
+                        "wall_s": wall, "per_candidate_s": wall / len(cands), "worker_start_s": warm,
+                        "speedup_vs_fresh": fresh_wall / wall if fresh_wall else None,
+                        "sandbox_setup_ms_median": setup[len(setup) // 2] if setup else None,
+                        "sandbox_setup_ms_max": setup[-1] if setup else None,
+                        "not_passed": [s for s in stages if s != "passed"]})
     print(json.dumps(report, indent=2))
     print("\n| method | candidates | wall (s) | per candidate (s) | vs fresh process |\n|---|---|---|---|---|")
     for r in report["runs"]:
+        vs = r.get("speedup_vs_fresh")
         print(f"| {r['method']} | {len(cands)} | {r['wall_s']:.1f} | {r['per_candidate_s']:.2f} | "
-              f"{r.get('speedup_vs_fresh', 1.0):.2f}x |")
+              f"{f'{vs:.2f}x' if vs else '-'} |")
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))
 

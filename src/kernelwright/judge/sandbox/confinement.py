@@ -31,6 +31,7 @@ import site
 import sys
 import sysconfig
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -242,6 +243,9 @@ class Record:
     missing: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     summary: str = ""
+    # what the first layer took (sent with the child's description, before any foreign code ran;
+    # the candidate's second layer is the same work again, about as long)
+    setup_ms: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -249,7 +253,8 @@ class Record:
 
     def as_dict(self) -> dict:
         return {"level": self.level, "layers": self.layers, "missing": self.missing,
-                "warnings": self.warnings, "summary": self.summary, "complete": self.complete}
+                "warnings": self.warnings, "summary": self.summary, "complete": self.complete,
+                "setup_ms": round(self.setup_ms, 3)}
 
 
 def _record(level: str, applied: landlock.Applied) -> Record:
@@ -262,8 +267,10 @@ def enter(box: ChildSandbox) -> Record:
     in the record, which the child sends its worker with its description."""
     if not box.on:
         return Record(level="off", summary="sandbox off: this child is not confined")
+    started = time.perf_counter()
     use_scratch(box.scratch)
     record = _record(box.level, landlock.apply(_policy(box, box.read)))
+    record.setup_ms = (time.perf_counter() - started) * 1000
     if box.nproc is None and os.getuid() == 0:
         record.warnings.append("process count not limited (root: RLIMIT_NPROC does not bind)")
     return record
