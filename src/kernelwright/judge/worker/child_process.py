@@ -144,6 +144,9 @@ class ChildProcess:
     # The child's own directory (None: not confined, or a child played by a test), removed when
     # it is killed; and how it is confined, as it said when ready (`Ready.sandbox`).
     scratch: str | None = None
+    # the scratch's path, kept after it is removed: a confined candidate's tracebacks name the
+    # copy of its source there, and its verdict names the submitted file instead
+    scratch_dir: str = ""
     sandbox: dict = {}
     # a confined candidate's bytes written and processes, looked at while it is waited for
     limits: Limits | None = None
@@ -158,6 +161,7 @@ class ChildProcess:
         box = options.get("sandbox")
         self.scratch = box.scratch if box is not None and box.on else None
         self.sandbox = {}
+        self.scratch_dir = self.scratch or ""
         if self.scratch and role == "candidate":
             self.limits = Limits((self.scratch, *(p for p in box.write if os.path.isdir(p))),
                                  max_bytes=box.max_written_bytes)

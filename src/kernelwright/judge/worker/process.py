@@ -37,8 +37,8 @@ from ..common.footprint import proc_status_bytes
 from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock, ensure_lock_files
 from ..common.knobs import TRACE, trace
 from ..common.messages import ErrorReply, MemoryReport, MessageError, parse_reply
-from ..common.verdict import Verdict
-from ..sandbox.confinement import ChildSandbox, base_policy, candidate_data_limit, process_limit
+from ..common.verdict import Verdict, submitted_path
+from ..sandbox.confinement import ChildSandbox, base_policy, candidate_data_limit, keep_source_path, process_limit
 from . import lockguard
 from .child_process import ChildFailure, ChildProcess
 from .correctness import CorrectnessStage, check_perf_cases
@@ -455,6 +455,8 @@ class Worker:
         if j.cand is not None:
             if not verdict.log_tail:
                 verdict.log_tail = j.cand.log_tail()
+            if j.cand.scratch_dir:
+                submitted_path(verdict, keep_source_path(j.cand.scratch_dir, verdict.candidate))
             j.cand.close()
             j.cand.remove_log()
         self._collect_strays()
