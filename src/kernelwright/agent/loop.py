@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..judge.common.verdict import judge_error_verdict
 from ..store import RunStore
 from ..tasks import Task
 from . import generator, optimizer, reflector
@@ -245,7 +246,7 @@ class TaskRun:
             if self.ctx.stopping():
                 raise
             why = f"the judge could not decide: {exc!r}"
-            return replace(attempt, candidate_id=candidate_id, kind="judge_error", stage="judge_error",
-                           reason=why[:500], feedback=why + "\n" + traceback.format_exc(limit=3)[-1500:])
+            verdict = judge_error_verdict(self.task.name, candidate_id, why, candidate_id=candidate_id)
+            return attempt.with_verdict(verdict, why + "\n" + traceback.format_exc(limit=3)[-1500:])
         feedback = verdict.feedback() if hasattr(verdict, "feedback") else (verdict.reason or "")
         return attempt.with_verdict(verdict, feedback)

@@ -251,3 +251,13 @@ class Verdict:
         data = dict(data)
         data["cases"] = [CaseResult(**c) for c in data.get("cases", [])]
         return cls(**data)  # (a dict from before kinds existed gets its kind from the stage)
+
+
+def judge_error_verdict(task: str, candidate: str, reason: str, *, detail: str = "",
+                        seeds: list[int] | None = None, candidate_id: str = "") -> Verdict:
+    """The verdict of a candidate the judge could not decide (a lost or stopped worker, a judge
+    bug, a candidate whose judging killed the judge twice): stage and kind `judge_error`, nothing
+    called, nothing correct. Every judge_error verdict of the coordinator and the agent is made
+    here, so they all look alike."""
+    return Verdict(task=task, candidate=candidate, stage=JUDGE_ERROR, call=False, correct=False, reason=reason,
+                   detail=detail, seeds=list(seeds or []), kind=JUDGE_ERROR, candidate_id=candidate_id)
