@@ -237,3 +237,49 @@ def test_a_suspect_is_judged_alone():
     turns.give(alone=True)
     b.join(5)
     assert events == ["alone", "later"]
+
+
+class ClosedJudge:
+    """A judge closed before it could decide (Ctrl-C): the future raises."""
+
+    def submit(self, task, code, candidate_id=None):
+        from kernelwright.judge import PoolClosed
+
+        future: Future = Future()
+        future.set_exception(PoolClosed("closed"))
+        return future
+
+
+def test_an_interrupted_judging_does_not_count_as_one_that_killed_the_run(tmp_path):
+    """Ctrl-C twice on the same candidate must not make it 'killed the judge twice'."""
+    store, turns = RunStore(tmp_path / "run"), JudgeTurns()
+    for _ in range(3):
+        future = submit_recorded(ClosedJudge(), store, turns, FakeTask(), 0, 0, "x = 1\n", "cid")
+        assert future.exception() is not None
+    assert store.judge_starts("t", 0, 0, code_sha256("x = 1\n")) == []
+    assert submit_recorded(CountingJudge(), store, turns, FakeTask(), 0, 0, "x = 1\n", "cid").result().passed
+
+
+def test_an_interrupted_suite_run_forgets_what_it_was_judging(tmp_path):
+    from kernelwright.suites.runner import ResultStore, plan, run_suite
+    from kernelwright.tasks import list_builtin_tasks
+
+    class InterruptedPool:
+        def judge_many(self, jobs, on_verdict=None, options=None, on_start=None):
+            on_start(0)
+            raise KeyboardInterrupt
+
+    candidates = tmp_path / "candidates"
+    candidates.mkdir()
+    (candidates / "silu.py").write_text("# silu\n")
+    out = tmp_path / "r.jsonl"
+    tasks = [t for t in list_builtin_tasks() if t.name == "silu"]
+    for _ in range(3):
+        store = ResultStore(out)
+        work = plan(tasks, str(candidates), store, "cpu")
+        assert [t.name for t, _ in work.to_judge] == ["silu"] and work.alone == set()
+        try:
+            run_suite(work, store, InterruptedPool())
+        except KeyboardInterrupt:
+            pass
+        assert ResultStore(out).starts == {}

@@ -165,12 +165,20 @@ class RunStore:
         return float(cost), int(tokens)
 
     # -- candidates sent to the judge -------------------------------------------------------
-    def add_judge_start(self, task: str, run: int, attempt: int, code_sha256: str) -> None:
+    def add_judge_start(self, task: str, run: int, attempt: int, code_sha256: str) -> int:
         """The candidate `code_sha256` of attempt `attempt` is about to be judged (committed at
-        once, before the judge sees it: if judging it kills this process, the record stays)."""
+        once, before the judge sees it: if judging it kills this process, the record stays).
+        Returns the record's id, for `drop_judge_start`."""
         with self._lock:
-            self._db.execute("INSERT INTO judge_starts (task, run, idx, code_sha256, created) VALUES (?,?,?,?,?)",
-                             (task, run, attempt, code_sha256, time.time()))
+            cursor = self._db.execute("INSERT INTO judge_starts (task, run, idx, code_sha256, created) "
+                                      "VALUES (?,?,?,?,?)", (task, run, attempt, code_sha256, time.time()))
+            return int(cursor.lastrowid or 0)
+
+    def drop_judge_start(self, start_id: int) -> None:
+        """Forget a start whose judging ended without a verdict while this process lived (the
+        judge was closed: Ctrl-C): it did not kill the run, and must not count as if it had."""
+        with self._lock:
+            self._db.execute("DELETE FROM judge_starts WHERE rowid = ?", (start_id,))
 
     def judge_starts(self, task: str, run: int, attempt: int, code_sha256: str) -> list[float]:
         """When this candidate of this attempt was sent to the judge, oldest first."""

@@ -13,6 +13,9 @@ response cache answers the same calls with the same code), and then:
 - sent MAX_JUDGE_STARTS (2) times already: not judged again; its verdict is a judge_error
   ("judging this candidate killed the judge twice (...); not judged again").
 
+A judging that ends without a verdict while the run lives (the judge was closed: Ctrl-C) is
+forgotten: it did not kill the run, and a run interrupted twice on one candidate must not fail it.
+
 A candidate that was only being judged beside the guilty one when the run died is therefore
 judged again (alone) and gets its real verdict.
 """
@@ -90,13 +93,24 @@ def submit_recorded(judge: Judge, store: RunStore, turns: JudgeTurns, task: Task
         return done
     alone = bool(started)
     turns.take(alone)
+    start_id = None
     try:
-        store.add_judge_start(task.name, run, attempt, sha)
+        start_id = store.add_judge_start(task.name, run, attempt, sha)
         future = judge.submit(task, code, candidate_id)
     except BaseException:
+        if start_id is not None:
+            store.drop_judge_start(start_id)
         turns.give(alone)
         raise
-    future.add_done_callback(lambda _f: turns.give(alone))
+
+    def finished(f: Future) -> None:
+        turns.give(alone)
+        if f.cancelled() or f.exception() is not None:
+            # no verdict, but this process lives to see it (the pool was closed: Ctrl-C): this
+            # judging did not kill the run
+            store.drop_judge_start(start_id)
+
+    future.add_done_callback(finished)
     return future
 
 

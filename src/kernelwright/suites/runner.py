@@ -215,6 +215,11 @@ class ResultStore:
         self._append(self.judging_path, data)
         self.starts.setdefault(task, []).append(data)
 
+    def abandon(self, task: str) -> None:
+        """`task`'s judging ended without a verdict while the run lived (interrupted): forget it."""
+        if self.starts.pop(task, None):
+            self._append(self.judging_path, {"task": task, "ended": time.time(), "interrupted": True})
+
     def unfinished_starts(self, task: str, sha: str | None, key: str | None) -> list[float]:
         """When judging this candidate of `task` (under these options) started without a verdict."""
         return [float(s["started"]) for s in self.starts.get(task, [])
@@ -345,18 +350,35 @@ def run_suite(plan_: SuitePlan, store: ResultStore, pool, on_record: Callable[[R
         sha, key = plan_.fingerprints.get(task.name, (None, None))
         return (sha if sha is not None else file_sha256(path)), key
 
+    in_flight: set[int] = set()
+
     def started(index: int) -> None:
         task = plan_.to_judge[index][0]
         store.add_start(task.name, *plan_.fingerprints.get(task.name, (None, None)))  # as `plan` will look it up
+        in_flight.add(index)
+
+    def judged(index: int, verdict) -> None:
+        in_flight.discard(index)
+        done(index, verdict)
 
     # the suspects first, one at a time: if the run dies now, it was this task
     order = [i for i, (task, _) in enumerate(plan_.to_judge) if task.name in plan_.alone]
-    for i in order:
-        pool.judge_many([plan_.to_judge[i]], on_verdict=lambda _, v, i=i: done(i, v), options=options,
-                        on_start=lambda _, i=i: started(i))
     rest = [i for i in range(len(plan_.to_judge)) if i not in set(order)]
-    pool.judge_many([plan_.to_judge[i] for i in rest], on_verdict=lambda j, v: done(rest[j], v), options=options,
-                    on_start=lambda j: started(rest[j]))
+    try:
+        for i in order:
+            pool.judge_many([plan_.to_judge[i]], on_verdict=lambda _, v, i=i: judged(i, v), options=options,
+                            on_start=lambda _, i=i: started(i))
+        pool.judge_many([plan_.to_judge[i] for i in rest], on_verdict=lambda j, v: judged(rest[j], v),
+                        options=options, on_start=lambda j: started(rest[j]))
+    except BaseException as exc:
+        from ..judge import PoolClosed
+
+        if isinstance(exc, (PoolClosed, KeyboardInterrupt)):
+            # interrupted (Ctrl-C): what was being judged did not kill the run, and a task
+            # interrupted twice must not be taken for one that did
+            for i in list(in_flight):
+                store.abandon(plan_.to_judge[i][0].name)
+        raise
 
 
 def summarize(store: ResultStore, tasks: list[Task], exclude_unsupported: bool):
