@@ -1,7 +1,9 @@
 """The run store: one SQLite database per run directory, the single source of truth of a run.
 
 It holds the run's settings, every LLM call (prompt, answer, tokens, cost), every attempt
-(candidate code, verdict, latencies, feedback) and when each task-run ended. Attempts and calls
+(candidate code, verdict, latencies, feedback), when each task-run ended, and when each candidate
+was sent to the judge (before it was judged: a resumed run tells a candidate whose judging killed
+the judge, and it, from one never judged). Attempts and calls
 are inserted, never updated (a trigger refuses updates), and each insert is committed at once,
 so a run killed at any moment loses at most the call or verdict in flight; `--resume` reads the
 store back and continues from there. Reports and metrics read only the store.
@@ -37,6 +39,9 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 CREATE TABLE IF NOT EXISTS task_runs_ended (
     task TEXT NOT NULL, run INTEGER NOT NULL, reason TEXT NOT NULL, best INTEGER, created REAL NOT NULL,
     PRIMARY KEY (task, run));
+CREATE TABLE IF NOT EXISTS judge_starts (
+    task TEXT NOT NULL, run INTEGER NOT NULL, idx INTEGER NOT NULL, code_sha256 TEXT NOT NULL,
+    created REAL NOT NULL);
 CREATE TRIGGER IF NOT EXISTS attempts_immutable BEFORE UPDATE ON attempts
     BEGIN SELECT RAISE(ABORT, 'attempts are immutable'); END;
 CREATE TRIGGER IF NOT EXISTS calls_immutable BEFORE UPDATE ON llm_calls
@@ -158,6 +163,29 @@ class RunStore:
         with self._lock:
             cost, tokens = self._db.execute(query, args).fetchone()
         return float(cost), int(tokens)
+
+    # -- candidates sent to the judge -------------------------------------------------------
+    def add_judge_start(self, task: str, run: int, attempt: int, code_sha256: str) -> int:
+        """The candidate `code_sha256` of attempt `attempt` is about to be judged (committed at
+        once, before the judge sees it: if judging it kills this process, the record stays).
+        Returns the record's id, for `drop_judge_start`."""
+        with self._lock:
+            cursor = self._db.execute("INSERT INTO judge_starts (task, run, idx, code_sha256, created) "
+                                      "VALUES (?,?,?,?,?)", (task, run, attempt, code_sha256, time.time()))
+            return int(cursor.lastrowid or 0)
+
+    def drop_judge_start(self, start_id: int) -> None:
+        """Forget a start whose judging ended without a verdict while this process lived (the
+        judge was closed: Ctrl-C): it did not kill the run, and must not count as if it had."""
+        with self._lock:
+            self._db.execute("DELETE FROM judge_starts WHERE rowid = ?", (start_id,))
+
+    def judge_starts(self, task: str, run: int, attempt: int, code_sha256: str) -> list[float]:
+        """When this candidate of this attempt was sent to the judge, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT created FROM judge_starts WHERE task = ? AND run = ? AND idx = ? "
+                                    "AND code_sha256 = ? ORDER BY created", (task, run, attempt, code_sha256)).fetchall()
+        return [float(r[0]) for r in rows]
 
     # -- task-run ends ----------------------------------------------------------------------
     def end_task_run(self, task: str, run: int, reason: str, best: int | None) -> None:

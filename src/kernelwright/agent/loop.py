@@ -17,9 +17,10 @@ from __future__ import annotations
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..judge.common.verdict import judge_error_verdict
 from ..store import RunStore
 from ..tasks import Task
 from . import generator, optimizer, reflector
@@ -27,6 +28,7 @@ from .answers import CodeAnswer
 from .brief import TaskBrief
 from .budget import Budget
 from .calls import CallParams, Reply
+from .judging import JudgeTurns, RecordedJudge, submit_recorded
 from .memory import LLM_ERROR, NO_CODE, Attempt, Mode, TaskMemory
 from .prompts import PromptLibrary
 from .protocols import LLM, Judge
@@ -83,6 +85,9 @@ class RunContext:
     retrieve: Callable[[str, Task], Example | None] | None = None   # (query, task) -> the 1-shot example
     on_event: Callable[[str, dict], None] = lambda kind, data: None
     stopping: Callable[[], bool] = lambda: False
+    # the session's judging turns: a candidate judged again after its judging killed the run is
+    # judged alone (agent/judging.py)
+    turns: JudgeTurns = field(default_factory=JudgeTurns)
 
 
 def plan_next(memory: TaskMemory, settings: AgentSettings) -> Plan | None:
@@ -156,7 +161,8 @@ class TaskRun:
         budget = TuneBudget(max_variants=self.ctx.settings.tune_variants)
         if seconds_left is not None:
             budget = replace(budget, max_seconds=min(budget.max_seconds, seconds_left))
-        result = tune(self.task, memory.best(), self.ctx.judge, budget, next_index=len(memory), run=self.run)
+        judge = RecordedJudge(self.ctx.judge, self.ctx.store, self.ctx.turns, self.run, len(memory))
+        result = tune(self.task, memory.best(), judge, budget, next_index=len(memory), run=self.run)
         self.ctx.on_event("tuned", {"task": self.task.name, "run": self.run, "result": result})
         return self._record(memory, result.attempt) if result.attempt is not None else memory
 
@@ -240,12 +246,15 @@ class TaskRun:
         candidate_id = f"{self.task.name}-r{self.run}-a{attempt.index}-{uuid.uuid4().hex[:8]}"
         self.ctx.on_event("judging", {"task": self.task.name, "run": self.run, "index": attempt.index})
         try:
-            verdict = self.ctx.judge.submit(self.task, attempt.code, candidate_id).result()
+            # recorded as sent before it is judged: a resumed run does not judge for ever a
+            # candidate whose judging kills this process (agent/judging.py)
+            verdict = submit_recorded(self.ctx.judge, self.ctx.store, self.ctx.turns, self.task, self.run,
+                                      attempt.index, attempt.code, candidate_id).result()
         except Exception as exc:  # noqa: BLE001 - the pool was closed, or a judge bug: not the candidate's verdict
             if self.ctx.stopping():
                 raise
             why = f"the judge could not decide: {exc!r}"
-            return replace(attempt, candidate_id=candidate_id, kind="judge_error", stage="judge_error",
-                           reason=why[:500], feedback=why + "\n" + traceback.format_exc(limit=3)[-1500:])
+            verdict = judge_error_verdict(self.task.name, candidate_id, why, candidate_id=candidate_id)
+            return attempt.with_verdict(verdict, why + "\n" + traceback.format_exc(limit=3)[-1500:])
         feedback = verdict.feedback() if hasattr(verdict, "feedback") else (verdict.reason or "")
         return attempt.with_verdict(verdict, feedback)

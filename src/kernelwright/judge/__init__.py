@@ -13,6 +13,7 @@ from .common.verdict import (
     CaseResult,
     FailureKind,
     Verdict,
+    judge_error_verdict,
 )
 from .coordinator.pool import (
     DeviceUnavailable,
@@ -25,5 +26,5 @@ from .coordinator.pool import (
 
 __all__ = [
     "CaseResult", "DeviceUnavailable", "FAILURE_KINDS", "FailureKind", "JUDGE_ERROR", "JudgeOptions", "JudgePool", "PASSED", "PoolClosed", "STAGES", "SandboxUnavailable",
-    "Verdict", "detect_backend",
+    "Verdict", "detect_backend", "judge_error_verdict",
 ]

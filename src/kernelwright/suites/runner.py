@@ -4,18 +4,31 @@ Results go to an append-only JSONL file, one line per task, flushed and fsynced 
 arrives; a rerun with the same output file skips every task already recorded for the same
 candidate content (sha256) and judge options, so an interrupted run (Ctrl-C, kill, lost machine)
 resumes without re-judging or losing anything, and an edited candidate is judged again.
+
+Before a task is judged, a line in `<results>.judging` says its judging started (its
+candidate's hash and the options), and after its record another that it ended. A rerun judges a
+task whose judging started once without a verdict (the run died while it was judged) again, alone,
+before the others, so that if the run dies again it was this task; one whose judging started
+twice without a verdict is not judged again: it is recorded as a judge_error ("judging this
+candidate killed the judge twice (...); not judged again").
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..judge.common.verdict import (
+    MAX_JUDGE_STARTS,
+    judge_error_verdict,
+    killed_judge_reason,
+)
 from ..tasks import Task, list_builtin_tasks
 
 SUITES = ("builtin", "tritonbench-revised", "rocm", "kernelbench", "tritonbench-t")
@@ -167,27 +180,72 @@ class Record:
 
 
 class ResultStore:
-    """The run's JSONL file. A torn last line (the process died mid-write) is ignored."""
+    """The run's JSONL file, one record per task. A torn last line (the process died mid-write)
+    is ignored.
+
+    Beside it, `<file>.judging` says which judgings started and which ended: a line
+    `{"task", "started", "candidate_sha256", "judge_options"}` is written (and synced) before a task
+    is judged, `{"task", "ended"}` after its record. A start with no end after it, when the files are
+    read again, is a judging that never gave a verdict (the run died while it judged). The side file
+    belongs to the results file: when that is gone (`--fresh`), it goes too."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.judging_path = path.with_name(path.name + ".judging")
         self.records: dict[str, Record] = {}
-        if path.exists():
-            for line in path.read_text().splitlines():
+        self.starts: dict[str, list[dict[str, Any]]] = {}  # per task, the judgings started and not ended
+        self._lock = threading.Lock()
+        if not path.exists():
+            self.judging_path.unlink(missing_ok=True)  # left by a results file that was removed
+            return
+        for line in path.read_text().splitlines():
+            try:
+                data = json.loads(line)
+                self.records[data["task"]] = Record(**data)
+            except (ValueError, KeyError, TypeError):
+                continue
+        if self.judging_path.exists():
+            for line in self.judging_path.read_text().splitlines():
                 try:
                     data = json.loads(line)
-                    self.records[data["task"]] = Record(**data)
-                except (ValueError, KeyError, TypeError):
+                    if "started" in data:
+                        self.starts.setdefault(data["task"], []).append(data)
+                    elif "ended" in data:
+                        self.starts.pop(data["task"], None)
+                except (ValueError, KeyError, TypeError, AttributeError):
                     continue
 
-    def add(self, record: Record) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(record.__dict__, default=str)
-        with open(self.path, "a") as f:
+    def _append(self, path: Path, data: dict[str, Any]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(data, default=str)
+        with self._lock, open(path, "a") as f:
             f.write(line + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+    def add(self, record: Record) -> None:
+        self._append(self.path, record.__dict__)
         self.records[record.task] = record
+        if self.starts.pop(record.task, None):
+            self._append(self.judging_path, {"task": record.task, "ended": time.time()})
+
+    def add_start(self, task: str, sha: str | None, key: str | None) -> None:
+        """`task`'s judging starts now (written and synced before the judge sees it)."""
+        data = {"task": task, "started": time.time(), "candidate_sha256": sha, "judge_options": key}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.touch()  # the side file lives only as long as the results file
+        self._append(self.judging_path, data)
+        self.starts.setdefault(task, []).append(data)
+
+    def abandon(self, task: str) -> None:
+        """`task`'s judging ended without a verdict while the run lived (interrupted): forget it."""
+        if self.starts.pop(task, None):
+            self._append(self.judging_path, {"task": task, "ended": time.time(), "interrupted": True})
+
+    def unfinished_starts(self, task: str, sha: str | None, key: str | None) -> list[float]:
+        """When judging this candidate of `task` (under these options) started without a verdict."""
+        return [float(s["started"]) for s in self.starts.get(task, [])
+                if s.get("candidate_sha256") == sha and s.get("judge_options") == key]
 
 
 @dataclass
@@ -197,6 +255,8 @@ class SuitePlan:
     already_done: int
     rejudged: list[tuple[str, str]] = field(default_factory=list)  # (task, why its stored verdict is not reused)
     fingerprints: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    # tasks whose judging started before without a verdict: judged one at a time, before the others
+    alone: set[str] = field(default_factory=set)
 
 
 def stale_reason(record: Record, sha: str | None, key: str | None) -> str | None:
@@ -243,8 +303,10 @@ def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: st
 
     A task already in `store` is skipped only if its record was made from the same candidate
     content (sha256 of the file) and, when `options` are given, the same judge options and
-    backend; otherwise it is judged again and listed in `rejudged` with the reason."""
-    to_judge, not_run, done, rejudged, prints = [], [], 0, [], {}
+    backend; otherwise it is judged again and listed in `rejudged` with the reason. A task whose
+    judging started MAX_JUDGE_STARTS times without a verdict is a judge_error record, not judged;
+    one whose judging started once without a verdict is judged alone (`alone`)."""
+    to_judge, not_run, done, rejudged, prints, alone = [], [], 0, [], {}, set()
     key = options_key(options, backend) if options is not None else None
     for task in tasks:
         if only and task.name not in only:
@@ -268,10 +330,17 @@ def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: st
             else:
                 reason = NO_TRITON_REFERENCE.get(task.suite, "the suite has no reference file for it")
             not_run.append(Record(task.name, "missing", None, reason, candidate_sha256=None, judge_options=key))
+        elif len(started := store.unfinished_starts(task.name, sha, key)) >= MAX_JUDGE_STARTS:
+            reason = killed_judge_reason(started)
+            not_run.append(Record(task.name, "judge_error", str(path), reason,
+                                  judge_error_verdict(task.name, str(path), reason).to_dict(),
+                                  candidate_sha256=sha, judge_options=key))
         else:
             to_judge.append((task, path))
+            if started:
+                alone.add(task.name)
     to_judge.sort(key=lambda job: -expected_cost(job[0], job[1], max_perf_cases))
-    return SuitePlan(to_judge, not_run, done, rejudged, prints)
+    return SuitePlan(to_judge, not_run, done, rejudged, prints, alone)
 
 
 def run_suite(plan_: SuitePlan, store: ResultStore, pool, on_record: Callable[[Record], None] | None = None,
@@ -291,14 +360,47 @@ def run_suite(plan_: SuitePlan, store: ResultStore, pool, on_record: Callable[[R
             # a reference that fails here means the task cannot run on this platform; anything
             # else (a lost worker...) is the judge's own failure
             status = "unsupported" if reference_cannot_run(verdict.reason) else "judge_error"
-        sha, key = plan_.fingerprints.get(task.name, (None, None))
+        sha, key = fingerprint(index)
         record = Record(task.name, status, str(path), verdict.reason, verdict.to_dict(),
-                        candidate_sha256=sha if sha is not None else file_sha256(path), judge_options=key)
+                        candidate_sha256=sha, judge_options=key)
         store.add(record)
         if on_record:
             on_record(record)
 
-    pool.judge_many(plan_.to_judge, on_verdict=done, options=options)
+    def fingerprint(index: int) -> tuple[str | None, str | None]:
+        task, path = plan_.to_judge[index]
+        sha, key = plan_.fingerprints.get(task.name, (None, None))
+        return (sha if sha is not None else file_sha256(path)), key
+
+    in_flight: set[int] = set()
+
+    def started(index: int) -> None:
+        task = plan_.to_judge[index][0]
+        store.add_start(task.name, *plan_.fingerprints.get(task.name, (None, None)))  # as `plan` will look it up
+        in_flight.add(index)
+
+    def judged(index: int, verdict) -> None:
+        in_flight.discard(index)
+        done(index, verdict)
+
+    # the suspects first, one at a time: if the run dies now, it was this task
+    order = [i for i, (task, _) in enumerate(plan_.to_judge) if task.name in plan_.alone]
+    rest = [i for i in range(len(plan_.to_judge)) if i not in set(order)]
+    try:
+        for i in order:
+            pool.judge_many([plan_.to_judge[i]], on_verdict=lambda _, v, i=i: judged(i, v), options=options,
+                            on_start=lambda _, i=i: started(i))
+        pool.judge_many([plan_.to_judge[i] for i in rest], on_verdict=lambda j, v: judged(rest[j], v),
+                        options=options, on_start=lambda j: started(rest[j]))
+    except BaseException as exc:
+        from ..judge import PoolClosed
+
+        if isinstance(exc, (PoolClosed, KeyboardInterrupt)):
+            # interrupted (Ctrl-C): what was being judged did not kill the run, and a task
+            # interrupted twice must not be taken for one that did
+            for i in list(in_flight):
+                store.abandon(plan_.to_judge[i][0].name)
+        raise
 
 
 def summarize(store: ResultStore, tasks: list[Task], exclude_unsupported: bool):

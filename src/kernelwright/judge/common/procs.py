@@ -177,3 +177,33 @@ def signal_all(pids, sig: int) -> None:
             os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def process_state(pid: int) -> str | None:
+    """`pid`'s state letter from /proc/<pid>/stat (R running, S sleeping, D uninterruptible, T
+    stopped by a signal, t stopped by a debugger, Z zombie, ...), or None when it is gone."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
+
+
+STATE_NAMES = {"R": "running", "S": "sleeping", "D": "in uninterruptible sleep (waiting on the kernel)",
+               "T": "stopped by a signal", "t": "stopped by a debugger", "Z": "a zombie", "X": "dead",
+               "I": "idle"}
+
+
+def kill_tree(pid: int, rounds: int = 10) -> list[int]:
+    """SIGKILL `pid` and every process it started, wherever they went (another process group or
+    session; orphans re-parented to `pid` when it is a subreaper). The tree is frozen first (SIGSTOP,
+    looked at again until a look finds nothing new), so nothing in it forks while it is killed and
+    nothing is re-parented away from it before its turn. Returns the descendants it killed."""
+    signal_all([pid], signal.SIGSTOP)
+    frozen: list[int] = []
+    for _ in range(rounds):
+        fresh = [p for p in descendants(pid) if p not in frozen and process_state(p) not in (None, "Z", "X")]
+        if not fresh:
+            break
+        signal_all(fresh, signal.SIGSTOP)
+        frozen += fresh
+    signal_all(frozen, signal.SIGKILL)
+    kill_group(pid)
+    return frozen

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Callable
@@ -268,3 +269,28 @@ class Verdict:
         data = dict(data)
         data["cases"] = [CaseResult(**c) for c in data.get("cases", [])]
         return cls(**data)  # (a dict from before kinds existed gets its kind from the stage)
+
+
+def judge_error_verdict(task: str, candidate: str, reason: str, *, detail: str = "",
+                        seeds: list[int] | None = None, candidate_id: str = "") -> Verdict:
+    """The verdict of a candidate the judge could not decide (a lost or stopped worker, a judge
+    bug, a candidate whose judging killed the judge twice): stage and kind `judge_error`, nothing
+    called, nothing correct. Every judge_error verdict of the coordinator and the agent is made
+    here, so they all look alike."""
+    return Verdict(task=task, candidate=candidate, stage=JUDGE_ERROR, call=False, correct=False, reason=reason,
+                   detail=detail, seeds=list(seeds or []), kind=JUDGE_ERROR, candidate_id=candidate_id)
+
+
+# A resumed run (`--resume`, judge-suite's results file) judges a candidate whose judging started
+# before and never gave a verdict (the judging process died: killed, out of memory, the candidate
+# killed it) once more; one whose judging started this often without a verdict is not judged again.
+MAX_JUDGE_STARTS = 2
+
+
+def killed_judge_reason(started: list[float]) -> str:
+    """The reason of the judge_error recorded for a candidate whose judging started `started`
+    (epoch seconds) and never ended in a verdict, MAX_JUDGE_STARTS times or more."""
+    when = " and ".join(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) for t in started)
+    times = "twice" if len(started) == 2 else f"{len(started)} times"
+    return (f"judging this candidate killed the judge {times} (its judging started at {when} and no verdict "
+            "came back: the judging process died each time); not judged again")

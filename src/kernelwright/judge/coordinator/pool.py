@@ -18,7 +18,12 @@ import threading
 import time
 import traceback
 import uuid
-from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from concurrent.futures import (
+    Future,
+    InvalidStateError,
+    ThreadPoolExecutor,
+    as_completed,
+)
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -26,8 +31,8 @@ from ...tasks import Task
 from ..common.gpulock import MAX_LOCK_CREDIT_S
 from ..common.options import JudgeOptions
 from ..common.privdir import ensure_private, private_dir
-from ..common.verdict import JUDGE_ERROR, Verdict
 from ..common.capabilities import check_level
+from ..common.verdict import JUDGE_ERROR, Verdict, judge_error_verdict
 from .backend import DeviceUnavailable, SandboxUnavailable, default_workers_per_device, detect_backend
 from .static import MAX_SOURCE_BYTES, check_source
 from .workerhandle import WorkerHandle, WorkerLost, remove_worker_caches, sweep_stale
@@ -183,17 +188,119 @@ class JudgePool:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- judging ----------------------------------------------------------------------------
+    # -- judging: one primitive, `submit`; `judge` and `judge_many` are built on it -------------
+    def submit(self, task: Task, code: str | Path, candidate_id: str | None = None,
+               options: JudgeOptions | None = None, *,
+               on_start: Callable[[], None] | None = None) -> Future[Verdict]:
+        """Judge a candidate in the background: `code` is its source text (a `str`), or a `Path`
+        to its file. The future's result is its verdict, with `candidate_id` (a fresh uuid hex when
+        none is given). A candidate's problems are verdicts, never exceptions: the future raises
+        only PoolClosed, when the pool is closed before the candidate was judged. Submissions queue;
+        the pool's workers take them as they come free. `on_start` is called, in the judging
+        thread, when the candidate is taken up (before its static stage, before any worker sees
+        it): a caller that must know what was being judged when its process died records it there."""
+        return self._enqueue(task, code, candidate_id or uuid.uuid4().hex, options, on_start, raise_errors=False)
+
     def judge(self, task: Task, candidate: str | Path, options: JudgeOptions | None = None,
               candidate_id: str | None = None) -> Verdict:
-        """Judge one candidate file (static stage here, the rest on a free worker). The verdict
-        carries `candidate_id` (a fresh uuid hex when none is given)."""
-        verdict = self._judge(task, candidate, options)
-        verdict.candidate_id = candidate_id or uuid.uuid4().hex
-        return verdict
+        """Judge one candidate file (static stage here, the rest on a free worker) and wait for
+        its verdict. Unlike `submit`'s future, this raises what stopped the judging (a device
+        that cannot start: DeviceUnavailable; PoolClosed)."""
+        future = self._enqueue(task, Path(candidate), candidate_id or uuid.uuid4().hex, options, None,
+                               raise_errors=True)
+        return future.result()
 
-    def _judge(self, task: Task, candidate: str | Path, options: JudgeOptions | None) -> Verdict:
-        candidate = Path(candidate).expanduser().resolve()
+    def judge_many(self, jobs: Iterable[tuple[Task, str | Path]],
+                   on_verdict: Callable[[int, Verdict], None] | None = None,
+                   options: JudgeOptions | None = None,
+                   on_start: Callable[[int], None] | None = None) -> list[Verdict]:
+        """Judge many candidate files in parallel, one per worker at a time, taken in input order;
+        results in input order. `on_verdict(i, verdict)` is called (in this thread) as each
+        verdict arrives, `on_start(i)` (in the judging thread) as each candidate is taken up."""
+        jobs = list(jobs)
+        futures: dict[Future, int] = {}
+        for i, (task, path) in enumerate(jobs):
+            started = (lambda i=i: on_start(i)) if on_start is not None else None
+            futures[self.submit(task, Path(path), options=options, on_start=started)] = i
+        results: list[Verdict | None] = [None] * len(jobs)
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                results[i] = future.result()
+            except PoolClosed:
+                continue  # interrupted: no verdict, so a resumed run judges it
+            if on_verdict is not None:
+                try:
+                    on_verdict(i, results[i])
+                except Exception:  # noqa: BLE001 - the caller's bug must not cost the other verdicts
+                    traceback.print_exc()
+        if self._closing.is_set() and any(r is None for r in results):
+            raise PoolClosed(f"the judge pool was closed with {sum(r is None for r in results)} "
+                             "candidate(s) not judged")
+        # aligned with `jobs` whatever happened: a dropped entry would shift every later verdict
+        # onto the wrong candidate (it did, once, in CI)
+        return [r if r is not None else
+                judge_error_verdict(task.name, str(path), "internal judge error: this candidate's judging thread stopped")
+                for r, (task, path) in zip(results, jobs)]
+
+    def _enqueue(self, task: Task, code: str | Path, candidate_id: str, options: JudgeOptions | None,
+                 on_start: Callable[[], None] | None, raise_errors: bool) -> Future[Verdict]:
+        future: Future = Future()
+        with self._lock:
+            if self._closing.is_set():
+                future.set_exception(PoolClosed("the judge pool is closed"))
+                return future
+            if self._submitter is None:
+                self._submitter = ThreadPoolExecutor(max_workers=self.n_workers,
+                                                     thread_name_prefix="kernelwright-submit")
+            self._pending.add(future)
+            self._submitter.submit(self._judge_submission, future, task, code, candidate_id, options, on_start,
+                                   raise_errors)
+        return future
+
+    def _judge_submission(self, future: Future, task: Task, code: str | Path, candidate_id: str,
+                          options: JudgeOptions | None, on_start: Callable[[], None] | None,
+                          raise_errors: bool) -> None:
+        try:
+            if future.done() or not future.set_running_or_notify_cancel():
+                return
+        except (InvalidStateError, RuntimeError):
+            return  # settled by close() meanwhile
+        path: Path | None = code if isinstance(code, Path) else None
+        written: Path | None = None
+        try:
+            if on_start is not None:
+                on_start()
+            verdict = None if isinstance(code, Path) else self._source_verdict(task, code, candidate_id)
+            if verdict is None:
+                if path is None:
+                    path = written = self._write_source(code, candidate_id)  # type: ignore[arg-type]
+                verdict = self._judge_file(task, path, options)
+                verdict.candidate_id = candidate_id
+            _settle(future, result=verdict)
+        except PoolClosed as exc:
+            _settle(future, error=exc)
+        except Exception as exc:  # noqa: BLE001 - a judge bug costs this verdict, never the caller's loop
+            if self._closing.is_set():  # e.g. the spawner refusing work after close: not this candidate's fault
+                _settle(future, error=PoolClosed("the judge pool was closed while this candidate was judged"))
+            elif raise_errors:
+                _settle(future, error=exc)
+            else:
+                _settle(future, result=judge_error_verdict(task.name, str(path or candidate_id),
+                                                           f"internal judge error: {exc!r}",
+                                                           detail=traceback.format_exc(), candidate_id=candidate_id))
+        finally:
+            with self._lock:
+                self._pending.discard(future)
+            if written is not None:
+                try:
+                    written.unlink()
+                except OSError:
+                    pass
+
+    def _judge_file(self, task: Task, candidate: Path, options: JudgeOptions | None) -> Verdict:
+        """The verdict of one candidate file: the static stage here, the rest on a free worker."""
+        candidate = candidate.expanduser().resolve()
         opts = options or self.options
         failed = static_verdict(task, candidate)
         if failed is not None:
@@ -214,66 +321,11 @@ class JudgePool:
                 if self._closing.is_set():
                     raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
                 self._replace(index)
-                verdict = Verdict(task=task.name, candidate=str(candidate), stage=JUDGE_ERROR, call=False,
-                                  correct=False, reason=str(exc), seeds=request["seeds"], kind=JUDGE_ERROR)
+                verdict = judge_error_verdict(task.name, str(candidate), str(exc), seeds=request["seeds"])
             verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
             return verdict
         finally:
             self._free.put(index)
-
-    # -- the agent's interface: source text in, a future verdict out ---------------------------
-    def submit(self, task: Task, code: str, candidate_id: str | None = None,
-               options: JudgeOptions | None = None) -> "Future[Verdict]":
-        """Judge the source text `code` in the background; the future's result is its verdict
-        (with `candidate_id`, a fresh uuid hex when none is given). A candidate's problems are
-        verdicts, never exceptions: the future raises only PoolClosed, when the pool is closed
-        before the candidate was judged. Submissions queue; the pool's workers take them as they
-        come free."""
-        candidate_id = candidate_id or uuid.uuid4().hex
-        future: Future = Future()
-        with self._lock:
-            if self._closing.is_set():
-                future.set_exception(PoolClosed("the judge pool is closed"))
-                return future
-            if self._submitter is None:
-                self._submitter = ThreadPoolExecutor(max_workers=self.n_workers,
-                                                     thread_name_prefix="kernelwright-submit")
-            self._pending.add(future)
-            self._submitter.submit(self._judge_submission, future, task, code, candidate_id, options)
-        return future
-
-    def _judge_submission(self, future: Future, task: Task, code: str, candidate_id: str,
-                          options: JudgeOptions | None) -> None:
-        try:
-            if future.done() or not future.set_running_or_notify_cancel():
-                return
-        except (InvalidStateError, RuntimeError):
-            return  # settled by close() meanwhile
-        path: Path | None = None
-        try:
-            verdict = self._source_verdict(task, code, candidate_id)
-            if verdict is None:
-                path = self._write_source(code, candidate_id)
-                verdict = self.judge(task, path, options, candidate_id=candidate_id)
-            _settle(future, result=verdict)
-        except PoolClosed as exc:
-            _settle(future, error=exc)
-        except Exception as exc:  # noqa: BLE001 - a judge bug costs this verdict, never the caller's loop
-            if self._closing.is_set():
-                _settle(future, error=PoolClosed("the judge pool was closed while this candidate was judged"))
-            else:
-                _settle(future, result=Verdict(task=task.name, candidate=str(path or candidate_id), stage=JUDGE_ERROR,
-                                               call=False, correct=False, reason=f"internal judge error: {exc!r}",
-                                               detail=traceback.format_exc(), kind=JUDGE_ERROR,
-                                               candidate_id=candidate_id))
-        finally:
-            with self._lock:
-                self._pending.discard(future)
-            if path is not None:
-                try:
-                    path.unlink()
-                except OSError:
-                    pass
 
     @staticmethod
     def _source_verdict(task: Task, code: str, candidate_id: str) -> Verdict | None:
@@ -317,51 +369,6 @@ class JudgePool:
         if handle is not None:
             handle.kill()
             remove_worker_caches(self.private, [handle.process.pid])  # a killed worker cannot
-
-    def judge_many(self, jobs: Iterable[tuple[Task, str | Path]],
-                   on_verdict: Callable[[int, Verdict], None] | None = None,
-                   options: JudgeOptions | None = None) -> list[Verdict]:
-        """Judge many candidates in parallel, one per worker at a time; results in input order."""
-        jobs = list(jobs)
-        results: list[Verdict | None] = [None] * len(jobs)
-        todo: queue.Queue[int] = queue.Queue()
-        for i in range(len(jobs)):
-            todo.put(i)
-
-        def run() -> None:
-            while True:
-                try:
-                    i = todo.get_nowait()
-                except queue.Empty:
-                    return
-                task, path = jobs[i]
-                try:
-                    results[i] = self.judge(task, path, options)
-                except PoolClosed:
-                    return  # interrupted: no verdict, so a resumed run judges it
-                except Exception as exc:  # noqa: BLE001 - a judge bug costs this verdict, never the others
-                    if self._closing.is_set():
-                        return  # e.g. the spawner refusing work after close: not this candidate's fault
-                    results[i] = Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False,
-                                         correct=False, reason=f"internal judge error: {exc!r}",
-                                         detail=traceback.format_exc(), kind=JUDGE_ERROR)
-                if on_verdict is not None:
-                    on_verdict(i, results[i])
-
-        threads = [threading.Thread(target=run, daemon=True) for _ in range(min(self.n_workers, len(jobs)))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if self._closing.is_set() and any(r is None for r in results):
-            raise PoolClosed(f"the judge pool was closed with {sum(r is None for r in results)} "
-                             "candidate(s) not judged")
-        # aligned with `jobs` whatever happened: a dropped entry would shift every later verdict
-        # onto the wrong candidate (it did, once, in CI)
-        return [r if r is not None else
-                Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False, correct=False,
-                        reason="internal judge error: this candidate's judging thread stopped")
-                for r, (task, path) in zip(results, jobs)]
 
 
 def _settle(future: Future, result: Verdict | None = None, error: BaseException | None = None) -> None:

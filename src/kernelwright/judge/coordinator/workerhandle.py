@@ -1,23 +1,43 @@
 """The coordinator's end of one judge worker process: starting it with an allow-listed
 environment (never the user's secrets) on its own GPU, its handshake, one request at a time over
 a private pipe, and ending it with everything it started; plus removing what killed workers and
-pools left in the run's private directory."""
+pools left in the run's private directory.
+
+The watchdog: while it waits for a reply the coordinator looks at its worker every POLL_S. A
+worker stopped by a signal (SIGSTOP, SIGTSTP: state 'T' in /proc/<pid>/stat; 't' under a
+debugger) for STOP_GRACE_S, or one that sends no heartbeat for SILENCE_S while it judges (it sends
+one a second, from a thread of its own: see worker/process.py), is killed with its whole process
+tree; the pool replaces it and the candidate gets a judge_error verdict saying why. The outer
+bound (`pool.job_timeout`, hours) only catches a worker that keeps beating and never answers."""
 
 from __future__ import annotations
 
 import os
+import pickle
+import select
 import shutil
+import struct
 import subprocess
 import sys
 import threading
+import time
+from collections import deque
 from multiprocessing import Pipe
 from pathlib import Path
 
+from ..common import procs
 from ..common.options import JudgeOptions
 from ..common.privdir import ENV as PRIVATE_DIR_ENV
 from ..common.privdir import ensure_private, private_dir
 from .backend import DeviceUnavailable
 from .workerenv import worker_environment
+
+POLL_S = 0.5          # how often a waiting coordinator looks at its worker
+STOP_GRACE_S = 2.0    # a worker stopped this long is killed (a stop that is undone at once is let be)
+SILENCE_S = 60.0      # a judging worker that sends no heartbeat (one a second) this long is wedged
+# multiprocessing.Connection's framing: a signed 4-byte big-endian size, or -1 and an 8-byte size
+_FRAME_SIZE = struct.Struct("!i")
+_FRAME_BIG = struct.Struct("!Q")
 
 
 class WorkerLost(RuntimeError):
@@ -58,6 +78,11 @@ class WorkerHandle:
         )
         theirs.close()
         self.conn = ours
+        # what the worker sent, read without ever blocking on a frame that has only partly arrived
+        # (a worker stopped in the middle of a reply must not stop its watchdog)
+        self._buffer = bytearray()
+        self._inbox: deque[dict] = deque()
+        self.stop_grace_s, self.silence_s = STOP_GRACE_S, SILENCE_S
         # The pool's close and a judging thread that sees the worker die can both close the pipe:
         # once only (a second os.close could close a descriptor another thread opened meanwhile).
         self._conn_lock = threading.Lock()
@@ -83,28 +108,101 @@ class WorkerHandle:
             self.info = reply["info"]
         return self.info
 
-    def _recv(self, timeout: float, doing: str) -> dict:
-        try:
-            if not self.conn.poll(timeout):
+    def _recv(self, timeout: float, doing: str, heartbeats: bool = False) -> dict:
+        """The worker's next message other than a heartbeat, within `timeout` s. Raises
+        WorkerLost if it dies, is stopped for `stop_grace_s`, sends no heartbeat for `silence_s`
+        while `heartbeats` are due (it is judging), or does not answer in time. A worker that
+        was stopped or went silent is killed (with its process tree) before this raises."""
+        started = now = time.monotonic()
+        last_sign, stopped_since = started, None
+        while True:
+            looked = now
+            try:
+                message = self._next_message(max(0.0, min(POLL_S, started + timeout - now)))
+            except (EOFError, OSError):
+                try:
+                    code = self.process.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    code = self.process.poll()
+                raise WorkerLost(f"judge worker {self.index} died while {doing} (exit status {code})") from None
+            now = time.monotonic()
+            if now - looked > POLL_S + 5.0:
+                # this process was itself stopped or starved meanwhile: what it saw of the worker
+                # before is stale, and silence it could not hear is not the worker's
+                last_sign, stopped_since = now, None
+            if message is not None:
+                if message.get("op") != "alive":
+                    return message
+                last_sign = now
+                continue
+            state = procs.process_state(self.process.pid)
+            stopped_since = (stopped_since or now) if state in ("T", "t") else None
+            if stopped_since is not None and now - stopped_since >= self.stop_grace_s:
+                self.kill()
+                how = ("by a debugger (ptrace; its state was 't')" if state == "t" else
+                       "by a signal (SIGSTOP, or another stop signal; its state was 'T')")
+                raise WorkerLost(f"the judge's worker (worker {self.index}, pid {self.process.pid}) was stopped "
+                                 f"{how} while {doing}; stopped for {now - stopped_since:.1f} s, it was killed "
+                                 "with its process tree and replaced, and the candidate was not judged")
+            if heartbeats and now - last_sign >= self.silence_s:
+                self.kill()
+                what = procs.STATE_NAMES.get(state or "", f"in state {state!r}")
+                raise WorkerLost(f"the judge's worker (worker {self.index}, pid {self.process.pid}) sent no sign of "
+                                 f"life for {now - last_sign:.0f} s while {doing} (no heartbeat; it was {what}); "
+                                 "it was killed with its process tree and replaced, and the candidate was not judged")
+            if now - started >= timeout:
                 raise WorkerLost(f"judge worker {self.index} did not answer within {timeout:g} s while {doing}")
-            return self.conn.recv()
-        except (EOFError, OSError):
-            code = self.process.poll()
-            raise WorkerLost(f"judge worker {self.index} died while {doing} (exit status {code})") from None
+
+    def _next_message(self, wait: float) -> dict | None:
+        """The next whole message the worker sent, waiting at most `wait` s for more bytes; None
+        when none is complete yet (a partial frame stays in the buffer). EOFError: it is gone."""
+        if self._inbox:
+            return self._inbox.popleft()
+        fd = self.conn.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(wait * 1000):
+            return None
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise EOFError("the worker closed its channel")
+        self._buffer += chunk
+        while True:
+            frame = self._take_frame()
+            if frame is None:
+                break
+            self._inbox.append(pickle.loads(frame))  # the worker is trusted: its pipe carries pickles
+        return self._inbox.popleft() if self._inbox else None
+
+    def _take_frame(self) -> bytes | None:
+        buffer = self._buffer
+        if len(buffer) < _FRAME_SIZE.size:
+            return None
+        (size,) = _FRAME_SIZE.unpack_from(buffer)
+        head = _FRAME_SIZE.size
+        if size == -1:
+            if len(buffer) < head + _FRAME_BIG.size:
+                return None
+            (size,) = _FRAME_BIG.unpack_from(buffer, head)
+            head += _FRAME_BIG.size
+        if len(buffer) < head + size:
+            return None
+        frame = bytes(buffer[head:head + size])
+        del buffer[:head + size]
+        return frame
 
     def judge(self, request: dict, timeout: float) -> dict:
         try:
             self.conn.send(request)
         except OSError:
             raise WorkerLost(f"judge worker {self.index} is gone") from None
-        return self._recv(timeout, f"judging {request['candidate_path']}")["verdict"]
+        return self._recv(timeout, f"judging this candidate ({request['candidate_path']})", heartbeats=True)["verdict"]
 
     def kill(self) -> None:
-        """End the worker now, with everything it started (its own process group)."""
-        try:
-            os.killpg(self.process.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            pass
+        """End the worker now, with everything it started: its process group, and every
+        descendant in another group or session (a candidate child, what a candidate spawned)."""
+        if self.process.poll() is None:
+            procs.kill_tree(self.process.pid)
         self.process.wait()
         self._close_conn()
 
@@ -116,8 +214,9 @@ class WorkerHandle:
                 pass
 
     def close(self) -> None:
-        if self.info is None and self.process.poll() is None:
-            # still starting (importing torch): it would read "exit" only once ready
+        if self.process.poll() is None and (self.info is None or procs.process_state(self.process.pid) in ("T", "t")):
+            # still starting (importing torch): it would read "exit" only once ready; or stopped:
+            # it would never read it
             self.kill()
             return
         try:
@@ -127,8 +226,7 @@ class WorkerHandle:
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            self.kill()
         self._close_conn()
 
 
