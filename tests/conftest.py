@@ -38,6 +38,7 @@ def candidate_expectations(task: str, gpu: bool) -> list[tuple[Path, str, str]]:
 
 
 def pytest_collection_modifyitems(config, items):
+    _order_files(items)
     has_gpu = False
     try:
         import torch
@@ -56,7 +57,62 @@ def pytest_collection_modifyitems(config, items):
 # -- running in parallel: `pytest -n auto --dist loadfile` ----------------------------------------
 # A file's tests run on one xdist worker, in order: its module- and session-scoped fixtures (often
 # a whole judge pool's run) are computed once, not once per worker. (Not `--dist loadgroup`: with
-# pytest 9.2, pytest-xdist 3.8 silently ignores xdist_group marks, pytest-xdist issue 1386.)
+# pytest 9.2, pytest-xdist 3.8 silently ignores xdist_group marks, pytest-xdist issue 1386.
+# Not `--dist worksteal`: it splits a file between workers, and each would compute its fixtures.)
+#
+# The order files are handed out in. pytest-xdist starts the files with the most tests first
+# (`--loadscope-reorder`, its default), which put the longest files of this suite (a few tests,
+# each a whole command run) at the end of the run, with one worker left alone on them. So the
+# files are ordered here, and pytest-xdist keeps that order (`pytest_configure` below):
+# * first, the files with `serial` tests: a serial test waits for the test the other worker is
+#   in to end, and at the start of the run those are short tests (serial files' own) instead of
+#   a 40 s command run or a judge pool's module fixture;
+# * then the rest, longest first (seconds on the 2-core CI machine, `--durations` of one run, the
+#   file's tests added up; a file not listed counts as short), so that short files fill the end.
+FILE_SECONDS = {
+    "tests/agent/test_agent_cli.py": 60,
+    "tests/agent/test_bench.py": 90,
+    "tests/test_builtin_suite.py": 70,
+    "tests/test_judge_suite.py": 60,
+    "tests/test_hostile_cases.py": 60,
+    "tests/test_perf_stage.py": 30,
+    "tests/test_judge_candidates.py": 33,
+    "tests/test_judge_agent_api.py": 32,
+    "tests/agent/test_agent_e2e.py": 30,
+    "tests/test_geak_adapters.py": 27,
+    "tests/test_judge_provenance_and_replies.py": 26,
+    "tests/test_judge_memory.py": 22,
+    "tests/test_hang_detection.py": 20,
+    "tests/test_kernelbench_adapter.py": 18,
+    "tests/test_quickstart.py": 15,
+    "tests/llm/test_reliability.py": 14,
+    "tests/test_pool_threads.py": 13,
+    "tests/test_tritonbench_t_adapter.py": 12,
+    "tests/unit/test_first_run.py": 9,
+    "tests/test_perf_oom_retry.py": 8,
+    "tests/unit/test_triton_hooks.py": 7,
+    "tests/test_judge_secrets.py": 7,
+}
+
+
+def _order_files(items) -> None:
+    """Serial files first, then the others longest first; a file's own tests keep their order."""
+    serial = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("serial")}
+    first_seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first_seen.setdefault(item.nodeid.split("::")[0], i)
+
+    def key(item):
+        path = item.nodeid.split("::")[0]
+        return (path not in serial, -FILE_SECONDS.get(path, 0), first_seen[path])
+
+    items.sort(key=key)
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: hand files out in the order above
+        config.option.loadscopereorder = False
+
 
 class _Turn:
     """This xdist worker's hold on the run's turn files (one pair for all workers of a run, in
