@@ -15,12 +15,29 @@ _EXPECT = re.compile(r'#\s*expect:\s*(\w+)(?:\s+"([^"]*)")?')
 QUICK_PERF = dict(perf=True, perf_blocks=3, block_ms=3, warmup_ms=3, min_calls_per_block=2)
 
 
+_cpu_pool = None  # judge_on_cpu's pool, while a test file uses it
+
+
 def judge_on_cpu(task, path, **options):
-    """Judge one candidate file with a one-worker interpreter pool and JudgeOptions(**options)."""
+    """Judge one candidate file with a one-worker interpreter pool and JudgeOptions(**options).
+    The pool is shared by the calls of one test file (each sends its options with its request, as
+    a suite run's candidates do), so its worker, a process that imports torch and triton (~2 s
+    of CPU), starts once per file, not once per call; it closes after the file's last test."""
     from kernelwright.judge import JudgeOptions, JudgePool
 
-    with JudgePool("cpu", workers=1, options=JudgeOptions(**options)) as pool:
-        return pool.judge(task, path)
+    global _cpu_pool
+    if _cpu_pool is None:
+        _cpu_pool = JudgePool("cpu", workers=1)
+    return _cpu_pool.judge(task, path, options=JudgeOptions(**options))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_judge_on_cpu_pool():
+    yield
+    global _cpu_pool
+    pool, _cpu_pool = _cpu_pool, None
+    if pool is not None:
+        pool.close()
 
 
 def candidate_expectations(task: str, gpu: bool) -> list[tuple[Path, str, str]]:
