@@ -1,5 +1,7 @@
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,36 @@ def _close_judge_on_cpu_pool():
     pool, _cpu_pool = _cpu_pool, None
     if pool is not None:
         pool.close()
+
+
+@pytest.fixture
+def kernelwright_here(monkeypatch, capsys, tmp_path):
+    """`kernelwright ARGS...` run in this process by `kernelwright.cli.usage.run`, which is what
+    `python -m kernelwright` runs: the same parsing, command, output and exit status as in a
+    subprocess, without a new interpreter that imports torch again before the command does its
+    work (the command's judge pool still starts its own worker processes). In `cwd` (default: the
+    test's tmp_path), without the KERNELWRIGHT_ settings of the environment. A test of what only
+    a real process shows (a signal, SIGKILL and --resume) starts one instead. Returns a
+    CompletedProcess (returncode, stdout, stderr)."""
+    from kernelwright.cli import app
+    from kernelwright.cli.usage import run
+
+    def call(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        with monkeypatch.context() as m:
+            for key in [k for k in os.environ if k.startswith("KERNELWRIGHT_")]:
+                m.delenv(key)
+            m.chdir(cwd or tmp_path)
+            m.setattr(sys, "argv", ["kernelwright", *args])
+            capsys.readouterr()
+            try:
+                run(app, list(args))
+                code = 0
+            except SystemExit as exc:
+                code = 0 if exc.code is None else exc.code
+            out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["kernelwright", *args], code, out, err)
+
+    return call
 
 
 def candidate_expectations(task: str, gpu: bool) -> list[tuple[Path, str, str]]:
