@@ -161,6 +161,12 @@ def _order_files(items) -> None:
 def pytest_configure(config):
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: hand files out in the order above
         config.option.loadscopereorder = False
+    if hasattr(config, "workerinput"):
+        # An xdist worker: `-n auto` runs one per core, so PyTorch's CPU threads (one per core by
+        # default, in this process and in the processes its tests start: reference checks,
+        # commands) would only contend with the other workers' (a hostile-case check took 19 s
+        # beside them, 3 s alone). The judge's own processes set their thread counts themselves.
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 class _Turn:
