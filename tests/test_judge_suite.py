@@ -189,6 +189,9 @@ def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp
     """The table is followed by the failures grouped by kind, each with the first line of its
     reason; with nothing timed there are no fast_p rows. A rerun reuses a stored verdict only for
     the same candidate content and judge options, and says which tasks it judges again and why."""
+    def run(args):  # in this process
+        return kernelwright_here("judge-suite", *args)
+
     cands = tmp_path / "cands"
     cands.mkdir()
     (cands / "vector_add.py").write_text(open(GOOD_VECTOR_ADD).read())
@@ -196,10 +199,6 @@ def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp
     out = tmp_path / "run.jsonl"
     args = ["--suite", "builtin", "--candidates", str(cands), "--device", "cpu", "--tasks", "vector_add,silu,gelu",
             "--out", str(out), "--seeds", "1"]
-
-    def run(args):
-        return kernelwright_here("judge-suite", *args)
-
     first = run(args)
     assert first.returncode == 0, first.stderr
     text = first.stdout
