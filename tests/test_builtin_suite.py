@@ -2,10 +2,10 @@
 and a cost model.
 
 The Triton references are run under Triton's CPU interpreter, which is only switched on by
-TRITON_INTERPRET=1 *before* triton is first imported. So this module never imports triton: each
-task's reference check runs in its own subprocess (`python -m kernelwright.tasks.refcheck
---interpret --json TASK`); the subprocesses are started together, as many at a time as there are
-CPU cores, the first time any of those tests runs. The interpreter emulates bfloat16 wrongly, so
+TRITON_INTERPRET=1 *before* triton is first imported. So this module never imports triton: the
+reference checks run in subprocesses (`python -m kernelwright.tasks.refcheck --interpret --json
+TASK...`, a report line per task), the tasks dealt out to as many processes as there are CPU
+cores, all started the first time any of those tests runs. The interpreter emulates bfloat16 wrongly, so
 refcheck runs bfloat16 cases with the same parameters in float16 instead (and skips float8).
 """
 
@@ -14,9 +14,12 @@ from __future__ import annotations
 import ast
 import json
 import os
+import queue
 import subprocess
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
+import tempfile
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -122,30 +125,95 @@ def test_perf_cases_and_cost_model(name):
 
 # -- Triton reference vs PyTorch reference under the interpreter ------------------------------
 
-_refcheck_runs: dict[str, Future] = {}
+def _settle(future: Future, report: dict | None = None, error: str | None = None) -> None:
+    if future.done():  # cancelled: the session is ending
+        return
+    if error is None:
+        future.set_result(report)
+    else:
+        future.set_exception(AssertionError(error))
 
 
-def _run_refcheck(name: str) -> dict:
+def _refcheck_shard(names: list[str], reports: dict[str, Future], running: list[subprocess.Popen],
+                    stop: threading.Event) -> None:
+    """Check `names` with one refcheck process (`--json`: one report line per task, in order), so
+    that torch and triton are imported once for all of them, not once per task; each task's
+    future is settled when its line arrives. A process that dies, or prints no report for
+    REFCHECK_TIMEOUT_S, fails the task it was on with what it printed and its exit status; the
+    tasks after it are checked by a new process."""
     env = dict(os.environ, TRITON_INTERPRET="1",
                PYTHONPATH=os.pathsep.join([str(SRC_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    proc = subprocess.run([sys.executable, "-m", "kernelwright.tasks.refcheck", "--interpret", "--json", name],
-                          capture_output=True, text=True, env=env, timeout=REFCHECK_TIMEOUT_S)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        raise AssertionError(f"refcheck for {name} printed no report (exit {proc.returncode}):\n"
-                             f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    return json.loads(lines[-1])
+    todo = list(names)
+    try:
+        while todo and not stop.is_set():
+            with tempfile.TemporaryFile(mode="w+") as err:
+                proc = subprocess.Popen([sys.executable, "-m", "kernelwright.tasks.refcheck", "--interpret",
+                                         "--json", *todo], stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+                running.append(proc)
+                if stop.is_set():
+                    proc.kill()
+                lines: queue.Queue[str | None] = queue.Queue()
+
+                def read(out=proc.stdout, lines=lines) -> None:
+                    for line in out:
+                        lines.put(line)
+                    lines.put(None)
+
+                reader = threading.Thread(target=read, daemon=True)
+                reader.start()
+                printed: list[str] = []
+                while todo:
+                    try:
+                        line = lines.get(timeout=REFCHECK_TIMEOUT_S)
+                    except queue.Empty:
+                        proc.kill()
+                        line, what = None, f"printed no report within {REFCHECK_TIMEOUT_S} s"
+                    else:
+                        what = "printed no report"
+                    if line is None:  # the process ended (or was ended) before reporting on todo[0]
+                        proc.wait()
+                        err.seek(0)
+                        _settle(reports[todo.pop(0)], error=f"refcheck {what} (exit {proc.returncode}):\n"
+                                                            f"{''.join(printed)[-2000:]}\n{err.read()[-4000:]}")
+                        break
+                    try:
+                        report = json.loads(line) if line.startswith("{") else None
+                    except json.JSONDecodeError:
+                        report = None
+                    if isinstance(report, dict) and report.get("task") == todo[0]:
+                        _settle(reports[todo.pop(0)], report)
+                        printed.clear()
+                    else:
+                        printed.append(line)
+                proc.kill()
+                proc.wait()
+                reader.join(timeout=30)
+    except BaseException as exc:  # no test may wait forever on a task never checked
+        for name in todo:
+            _settle(reports[name], error=f"refcheck not run: {exc!r}")
+        raise
 
 
 @pytest.fixture(scope="session")
 def refcheck_runs():
-    """Start every task's interpreted refcheck at once (bounded by the CPU count)."""
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        for name in TASK_NAMES:
-            _refcheck_runs[name] = pool.submit(_run_refcheck, name)
-        yield _refcheck_runs
-        for future in _refcheck_runs.values():
-            future.cancel()
+    """Every task's interpreted refcheck, started at once: the tasks dealt out to as many
+    processes as there are CPU cores."""
+    reports: dict[str, Future] = {name: Future() for name in TASK_NAMES}
+    running: list[subprocess.Popen] = []
+    stop = threading.Event()
+    shards = max(1, min(os.cpu_count() or 1, len(TASK_NAMES)))
+    threads = [threading.Thread(target=_refcheck_shard, args=(TASK_NAMES[i::shards], reports, running, stop),
+                                daemon=True) for i in range(shards)]
+    for t in threads:
+        t.start()
+    yield reports
+    stop.set()
+    for future in reports.values():
+        future.cancel()
+    for proc in running:  # the session ended early (-x, Ctrl-C): no refcheck outlives it
+        proc.kill()
+    for t in threads:
+        t.join()
 
 
 @pytest.mark.slow

@@ -1,5 +1,8 @@
 """`kernelwright judge-suite` on the built-in suite under the interpreter: results file, metrics,
-and resuming after an interruption without re-judging or losing anything."""
+and resuming after an interruption without re-judging or losing anything.
+
+Most runs are in this process (`kernelwright_here`, tests/conftest.py: the command line's own
+entry point); the interrupted run and the usage errors' exit statuses are a real process's."""
 
 import json
 import os
@@ -22,10 +25,10 @@ def run(args, **kw):
 
 
 @pytest.mark.slow
-def test_reference_run_writes_results_and_metrics(tmp_path):
+def test_reference_run_writes_results_and_metrics(tmp_path, kernelwright_here):
     out = tmp_path / "run.jsonl"
-    proc = run(["--suite", "builtin", "--candidates", "reference", "--device", "cpu", "--tasks", TASKS,
-                "--out", str(out), "--json"])
+    proc = kernelwright_here("judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
+                             "--tasks", TASKS, "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     metrics = {m["name"]: m for m in report["metrics"]}
@@ -36,8 +39,8 @@ def test_reference_run_writes_results_and_metrics(tmp_path):
     assert all(json.loads(line)["verdict"]["stage"] == "passed" for line in lines)
 
     # a rerun resumes: nothing is judged twice
-    again = run(["--suite", "builtin", "--candidates", "reference", "--device", "cpu", "--tasks", TASKS,
-                 "--out", str(out)])
+    again = kernelwright_here("judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
+                              "--tasks", TASKS, "--out", str(out))
     assert again.returncode == 0
     assert "4 task(s) already judged" in again.stderr
     assert len(out.read_text().splitlines()) == 4
@@ -86,15 +89,15 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 @pytest.mark.slow
-def test_missing_candidates_are_recorded_not_dropped(tmp_path):
+def test_missing_candidates_are_recorded_not_dropped(tmp_path, kernelwright_here):
     cands = tmp_path / "cands"
     cands.mkdir()
     (cands / "vector_add.py").write_text(
         (os.path.dirname(__file__) + "/candidates/vector_add/good.py") and
         open(os.path.join(os.path.dirname(__file__), "candidates", "vector_add", "good.py")).read())
     out = tmp_path / "run.jsonl"
-    proc = run(["--suite", "builtin", "--candidates", str(cands), "--device", "cpu", "--tasks", "vector_add,silu",
-                "--out", str(out), "--json"])
+    proc = kernelwright_here("judge-suite", "--suite", "builtin", "--candidates", str(cands), "--device", "cpu",
+                             "--tasks", "vector_add,silu", "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     records = {json.loads(line)["task"]: json.loads(line) for line in out.read_text().splitlines()}
     assert records["vector_add"]["verdict"]["stage"] == "passed"
@@ -200,10 +203,13 @@ GOOD_VECTOR_ADD = os.path.join(os.path.dirname(__file__), "candidates", "vector_
 
 
 @pytest.mark.slow
-def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp_path):
+def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp_path, kernelwright_here):
     """The table is followed by the failures grouped by kind, each with the first line of its
     reason; with nothing timed there are no fast_p rows. A rerun reuses a stored verdict only for
     the same candidate content and judge options, and says which tasks it judges again and why."""
+    def run(args):  # in this process
+        return kernelwright_here("judge-suite", *args)
+
     cands = tmp_path / "cands"
     cands.mkdir()
     (cands / "vector_add.py").write_text(open(GOOD_VECTOR_ADD).read())

@@ -14,8 +14,10 @@ CASES = candidate_expectations("tiny_add", gpu=False)
 
 @pytest.fixture(scope="module")
 def verdicts():
+    # run_timeout 5 s, not 30: hang_at_perf_size.py is stopped at the running limit (the floor
+    # run_timeout, the reference's time at perf size being far shorter), well before perf_timeout
     options = JudgeOptions(seeds=2, seed=7, perf=True, perf_blocks=4, block_ms=5, warmup_ms=5,
-                           min_calls_per_block=3, call_timeout=30, case_timeout=30, perf_timeout=60)
+                           min_calls_per_block=3, call_timeout=30, case_timeout=30, perf_timeout=60, run_timeout=5)
     with JudgePool("cpu", workers=2, options=options) as pool:
         results = pool.judge_many([(TASK, path) for path, _, _ in CASES])
     return {path.name: v for (path, _, _), v in zip(CASES, results)}

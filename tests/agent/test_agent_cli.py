@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .agent_support import BROKEN, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, REFLECT_MARK, ROOT, TINY_ADD, answer, role_of
+from .agent_support import (BROKEN, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, REFLECT_MARK, ROOT, TINY_ADD, answer,
+                            kernel as make_kernel, role_of)
 from kernelwright.llm.testing import ScriptedServer
 
 
@@ -120,7 +121,9 @@ def test_generate_usage_errors_are_clear(tmp_path):
 def test_optimize_starts_from_the_users_kernel(tmp_path):
     kernel = tmp_path / "mine.py"
     kernel.write_text(GOOD)
-    with ScriptedServer({"default": answer(GOOD_SMALL_BLOCKS, "Smaller blocks.")}) as server:
+    # the optimizer's answer: larger blocks (8 programs for 65,536 elements, not 256: each is a
+    # Python loop under the interpreter, and both kernels are timed)
+    with ScriptedServer({"default": answer(make_kernel(8192), "Larger blocks.")}) as server:
         # without timing nothing can be faster: refused before any call to the model
         code, data, err = finish(cli("optimize", str(kernel), "--task", str(TINY_ADD), "--out", str(tmp_path / "no"),
                                      *llm_flags(server)))

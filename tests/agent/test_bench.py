@@ -1,6 +1,9 @@
 """`kernelwright bench` on built-in tasks with the scripted model, judged on the CPU interpreter:
 metrics per iteration and per run count against hand-computed values, the baselines and
-ablations as the prompts that reached the server show them, SIGKILL and resume, --max-cost."""
+ablations as the prompts that reached the server show them, SIGKILL and resume, --max-cost.
+
+The command runs in this process (`kernelwright`, below), through the entry point that
+`python -m kernelwright` calls; SIGKILL and --resume run the real process (`cli`)."""
 
 from __future__ import annotations
 
@@ -37,13 +40,28 @@ R = {"content": "analysis", "usage": {"input_tokens": 100, "output_tokens": 50}}
 VA, GE = "vector_add", "gelu"
 
 
+@pytest.fixture
+def kernelwright(kernelwright_here):
+    """`kernelwright ARGS...` in this process (tests/conftest.py): (exit status, JSON on stdout,
+    stderr), as `finish` returns them for a subprocess."""
+    def call(*args: str, cwd: Path | None = None) -> tuple[int, dict, str]:
+        proc = kernelwright_here(*args, cwd=cwd)
+        try:
+            data = json.loads(proc.stdout) if proc.stdout.strip() else {}
+        except json.JSONDecodeError:
+            raise AssertionError(f"not JSON on stdout: {proc.stdout!r}\nstderr: {proc.stderr}") from None
+        return proc.returncode, data, proc.stderr
+
+    return call
+
+
 def bench_flags(server, out: Path, *extra: str) -> list[str]:
     return ["bench", "--suite", "builtin", "--model", "openai-compatible/scripted", "--base-url",
             server.openai_base_url, "--no-cache", "--device", "cpu", "--judge-seeds", "1", "--llm-seed", "5",
             "--out", str(out), "--json", *extra]
 
 
-def test_bench_metrics_per_iteration_and_run_count(tmp_path):
+def test_bench_metrics_per_iteration_and_run_count(tmp_path, kernelwright):
     """Task-runs go one at a time (--concurrency 1), so the scripted sequence is consumed in a
     known order: vector_add runs 0-2, then gelu runs 0-2, three iterations each."""
     va_good, va_bad, ge_good, ge_bad = ans(good(VA)), ans(broken(VA, "vector_add")), ans(good(GE)), ans(broken(GE, "gelu"))
@@ -56,9 +74,8 @@ def test_bench_metrics_per_iteration_and_run_count(tmp_path):
         ge_bad, R, ge_bad, R, ge_bad,           # run 2: never
     ]
     with ScriptedServer({"sequence": sequence}) as server:
-        code, data, err = finish(cli(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--tasks", GE,
-                                                  "--runs", "3", "--iterations", "3", "--concurrency", "1")),
-                                 timeout=600)
+        code, data, err = kernelwright(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--tasks", GE,
+                                                    "--runs", "3", "--iterations", "3", "--concurrency", "1"))
         assert len(server.requests) == len(sequence)
     assert code == 0, err
     it = {p["iterations"]: p["metrics"] for p in data["per_iteration"]}
@@ -78,7 +95,7 @@ def test_bench_metrics_per_iteration_and_run_count(tmp_path):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["per_iteration"] == data["per_iteration"]
     # bench-report recomputes the same numbers from the store
-    code, again, err = finish(cli("bench-report", str(tmp_path / "run"), "--json"), timeout=120)
+    code, again, err = kernelwright("bench-report", str(tmp_path / "run"), "--json")
     assert code == 0 and again["per_iteration"] == data["per_iteration"]
 
 
@@ -91,13 +108,13 @@ def test_bench_metrics_per_iteration_and_run_count(tmp_path):
     (["--no-reflection"], [REFLECT_MARK], [FIX_MARK], 2),
     (["--no-optimizer"], [OPTIMIZE_MARK], [], 3),
 ])
-def test_baselines_and_ablations_change_the_prompts(tmp_path, flags, absent, present, calls):
+def test_baselines_and_ablations_change_the_prompts(tmp_path, kernelwright, flags, absent, present, calls):
     # a failing first answer, then a passing fix: every prompt kind the mode allows is exercised
     script = {"rules": [{"match": REFLECT_MARK, **R}, {"match": FIX_MARK, **ans(good(VA))}],
               "default": ans(broken(VA, "vector_add"))}
     with ScriptedServer(script) as server:
-        code, data, err = finish(cli(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--iterations", "2",
-                                                  *flags)), timeout=300)
+        code, data, err = kernelwright(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--iterations", "2",
+                                                    *flags))
         prompts = [r.prompt for r in server.requests]
     assert code == 0, err
     assert len(prompts) == calls, [role_of(p) for p in prompts]
@@ -108,13 +125,13 @@ def test_baselines_and_ablations_change_the_prompts(tmp_path, flags, absent, pre
         assert s in text
 
 
-def test_bench_sigkill_resume_same_metrics_no_repeated_calls(tmp_path):
+def test_bench_sigkill_resume_same_metrics_no_repeated_calls(tmp_path, kernelwright):
     script = {"rules": [{"match": REFLECT_MARK, **R}, {"match": FIX_MARK, "delay_s": 2.0, **ans(good(GE))},
                         {"match": "## Task: vector_add", **ans(good(VA))}],
               "default": ans(broken(GE, "gelu"))}
     flags = ["--tasks", VA, "--tasks", GE, "--runs", "2", "--iterations", "2", "--concurrency", "2"]
     with ScriptedServer(script) as server:
-        code, full, err = finish(cli(*bench_flags(server, tmp_path / "full", *flags)), timeout=600)
+        code, full, err = kernelwright(*bench_flags(server, tmp_path / "full", *flags))  # uninterrupted
     assert code == 0, err
     run = tmp_path / "run"
     with ScriptedServer(script) as server:
@@ -138,13 +155,13 @@ def test_bench_sigkill_resume_same_metrics_no_repeated_calls(tmp_path):
         assert [p["metrics"] for p in resumed[key]] == [p["metrics"] for p in full[key]]
 
 
-def test_max_cost_stops_new_calls(tmp_path):
+def test_max_cost_stops_new_calls(tmp_path, kernelwright):
     (tmp_path / "kernelwright.toml").write_text(
         '[llm.prices."openai-compatible/scripted"]\ninput = 1000.0\noutput = 1000.0\n')  # $0.15 a call
     with ScriptedServer({"default": ans(good(VA))}) as server:
-        proc = cli(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--tasks", GE, "--iterations", "5",
-                                "--max-cost", "0.4", "--concurrency", "1"), cwd=tmp_path)
-        code, data, err = finish(proc, timeout=300)
+        code, data, err = kernelwright(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--tasks", GE,
+                                                    "--iterations", "5", "--max-cost", "0.4", "--concurrency", "1"),
+                                       cwd=tmp_path)
         n = len(server.requests)
     assert code == 0, err
     assert n == 3  # $0.15, $0.30, $0.45: no call starts once $0.40 is spent
