@@ -48,7 +48,7 @@ def time_case_with(ref: ScriptedChild, cand: ScriptedChild, blocks: int = 2) -> 
     task = resolve_task("vector_add")
     worker = Worker("cuda")
     verdict = Verdict(task=task.name, candidate="c.py", stage="performance", call=True, correct=True,
-                      reason="", seeds=[1])
+                      reason="", seeds=[1], kind="judge_error")
     opts = dataclasses.asdict(JudgeOptions(perf_blocks=blocks))
     pi = len(task.perf_cases) - 1
     judging = Judging(task, {}, opts, verdict, ref=ref, cand=cand)

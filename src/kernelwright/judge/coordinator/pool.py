@@ -25,7 +25,7 @@ from ...tasks import Task
 from ..common.gpulock import MAX_LOCK_CREDIT_S
 from ..common.options import JudgeOptions
 from ..common.privdir import ensure_private, private_dir
-from ..common.verdict import JUDGE_ERROR, Verdict
+from ..common.verdict import JUDGE_ERROR, FailureKind, Verdict
 from .backend import DeviceUnavailable, default_workers_per_device, detect_backend
 from .static import MAX_SOURCE_BYTES, check_source
 from .workerhandle import WorkerHandle, WorkerLost, remove_worker_caches, sweep_stale
@@ -41,7 +41,7 @@ def static_verdict(task: Task, candidate: Path) -> Verdict | None:
     if result.ok:
         return None
     return Verdict(task=task.name, candidate=str(candidate), stage="static", call=False, correct=False,
-                   reason=result.reason, kind=result.kind or JUDGE_ERROR)
+                   reason=result.reason, kind=FailureKind(result.kind or FailureKind.JUDGE_ERROR))
 
 
 def job_timeout(task: Task, opts: dict) -> float:
@@ -198,7 +198,7 @@ class JudgePool:
                     raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
                 self._replace(index)
                 verdict = Verdict(task=task.name, candidate=str(candidate), stage=JUDGE_ERROR, call=False,
-                                  correct=False, reason=str(exc), seeds=request["seeds"], kind=JUDGE_ERROR)
+                                  correct=False, reason=str(exc), seeds=request["seeds"], kind=FailureKind.JUDGE_ERROR)
             verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
             return verdict
         finally:
@@ -247,7 +247,7 @@ class JudgePool:
             else:
                 _settle(future, result=Verdict(task=task.name, candidate=str(path or candidate_id), stage=JUDGE_ERROR,
                                                call=False, correct=False, reason=f"internal judge error: {exc!r}",
-                                               detail=traceback.format_exc(), kind=JUDGE_ERROR,
+                                               detail=traceback.format_exc(), kind=FailureKind.JUDGE_ERROR,
                                                candidate_id=candidate_id))
         finally:
             with self._lock:
@@ -261,19 +261,19 @@ class JudgePool:
     @staticmethod
     def _source_verdict(task: Task, code: str, candidate_id: str) -> Verdict | None:
         """The static verdict of source text that is not worth a file: too large, not text."""
-        def fail(reason: str, kind: str) -> Verdict:
+        def fail(reason: str, kind: FailureKind) -> Verdict:
             return Verdict(task=task.name, candidate=candidate_id, stage="static", call=False, correct=False,
                            reason=reason, kind=kind, candidate_id=candidate_id)
 
         if not isinstance(code, str):
-            return fail(f"the candidate's source is a {type(code).__name__}, not text", "syntax_error")
+            return fail(f"the candidate's source is a {type(code).__name__}, not text", FailureKind.SYNTAX_ERROR)
         if len(code) > MAX_SOURCE_BYTES:  # (characters: at least as many bytes)
             return fail(f"candidate source is {len(code)} characters; the limit is {MAX_SOURCE_BYTES} bytes",
-                        "too_large")
+                        FailureKind.TOO_LARGE)
         try:
             code.encode("utf-8")
         except UnicodeEncodeError:
-            return fail("candidate source cannot be written as UTF-8 text", "syntax_error")
+            return fail("candidate source cannot be written as UTF-8 text", FailureKind.SYNTAX_ERROR)
         return None
 
     def _write_source(self, code: str, candidate_id: str) -> Path:
@@ -327,7 +327,7 @@ class JudgePool:
                         return  # e.g. the spawner refusing work after close: not this candidate's fault
                     results[i] = Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False,
                                          correct=False, reason=f"internal judge error: {exc!r}",
-                                         detail=traceback.format_exc(), kind=JUDGE_ERROR)
+                                         detail=traceback.format_exc(), kind=FailureKind.JUDGE_ERROR)
                 if on_verdict is not None:
                     on_verdict(i, results[i])
 
@@ -343,7 +343,8 @@ class JudgePool:
         # onto the wrong candidate (it did, once, in CI)
         return [r if r is not None else
                 Verdict(task=task.name, candidate=str(path), stage=JUDGE_ERROR, call=False, correct=False,
-                        reason="internal judge error: this candidate's judging thread stopped")
+                        reason="internal judge error: this candidate's judging thread stopped",
+                        kind=FailureKind.JUDGE_ERROR)
                 for r, (task, path) in zip(results, jobs)]
 
 

@@ -14,17 +14,18 @@ from typing import Any
 
 from ..common.footprint import PROBLEM_TOO_LARGE_TYPE
 from ..common.messages import ErrorReply, MessageError, parse_reply
-from ..common.verdict import filter_traceback
+from ..common.verdict import FailureKind, filter_traceback
 from .child_process import ChildFailure
 
 
 class CaseFailed(Exception):
-    """The candidate failed `stage`; `kind` is the verdict.FailureKind value that says how."""
+    """The candidate failed `stage`; `kind` is the FailureKind that says how (given as one or its
+    value; an unknown value raises here, where the failure is raised, as the judge's own bug)."""
 
     def __init__(self, stage: str, reason: str, detail: str = "", log_tail: str = "", kind: str = "") -> None:
         super().__init__(reason)
         self.stage, self.reason, self.detail, self.log_tail = stage, reason, detail, log_tail
-        self.kind = kind or "runtime_error"
+        self.kind = FailureKind(kind or FailureKind.RUNTIME_ERROR)
 
 
 class CaseSkipped(Exception):
@@ -40,11 +41,11 @@ class CaseNotOfTask(CaseSkipped):
 class JudgeError(Exception):
     """The judge cannot decide (for instance the task's own reference fails). `kind` is the
     FailureKind of the reference's own failure where its reply said (out_of_memory: judged again
-    with the GPU to itself), else ""."""
+    with the GPU to itself), else None."""
 
     def __init__(self, reason: str, kind: str = "") -> None:
         super().__init__(reason)
-        self.kind = kind
+        self.kind = FailureKind(kind) if kind else None
 
 
 class ProbeFailed(Exception):
@@ -52,7 +53,7 @@ class ProbeFailed(Exception):
     without probes."""
 
 
-def judge_alone_after(kind: str) -> bool:
+def judge_alone_after(kind: str | None) -> bool:
     """The retry policy: whether a failure of this FailureKind is tried again with the GPU to this
     worker alone. Other workers' processes hold GPU memory while checks share the GPU, so running
     out of memory next to them says nothing of the candidate (a real excess fails again, alone).

@@ -36,7 +36,7 @@ from ..common.footprint import proc_status_bytes
 from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock
 from ..common.knobs import TRACE, trace
 from ..common.messages import ErrorReply, MemoryReport, MessageError, parse_reply
-from ..common.verdict import Verdict
+from ..common.verdict import FailureKind, Verdict
 from . import lockguard
 from .child_process import ChildFailure, ChildProcess
 from .correctness import CorrectnessStage, check_perf_cases
@@ -343,9 +343,10 @@ class Worker:
 
     def _judge(self, task, request: dict) -> dict:
         opts = dict(request["options"], probe=task.ref not in self.no_probe)
+        # (stage and kind are placeholders: every ending below sets both)
         verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
                           correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
-                          baseline=opts.get("baseline", "torch"))
+                          baseline=opts.get("baseline", "torch"), kind=FailureKind.JUDGE_ERROR)
         j = self.judging = Judging(task, request, opts, verdict)
         try:
             self._cascade(j)

@@ -10,7 +10,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..common.verdict import JUDGE_ERROR, PASSED, Verdict
+from ..common.verdict import JUDGE_ERROR, PASSED, FailureKind, Verdict
 from .child_process import ChildProcess
 from .failures import CaseFailed, JudgeError, judge_alone_after
 from .timing import perf_seed
@@ -70,7 +70,7 @@ class Judging:
         if self.probe_failures:
             verdict.flags.append("the reference failed on poisoned memory, so it was not fully probed for "
                                  f"outputs it leaves unwritten ({self.probe_failures[0]})")
-        verdict.stage, verdict.reason, verdict.kind = PASSED, "passed", PASSED
+        verdict.stage, verdict.reason, verdict.kind = PASSED, "passed", FailureKind.PASSED
         if verdict.flags:
             verdict.reason = "passed with notes: " + "; ".join(verdict.flags)
 
@@ -85,15 +85,17 @@ class Judging:
     def judge_failed(self, exc: JudgeError) -> None:
         verdict = self.verdict
         self.ran_out_of_memory = judge_alone_after(exc.kind)
-        verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, str(exc).splitlines()[0], JUDGE_ERROR
-        if exc.kind == "problem_too_large":
-            verdict.kind = exc.kind
+        verdict.stage, verdict.reason = JUDGE_ERROR, str(exc).splitlines()[0]
+        # (the reference's own kind, an out_of_memory say, is what decides a retry, not the verdict's)
+        verdict.kind = (FailureKind.PROBLEM_TOO_LARGE if exc.kind == FailureKind.PROBLEM_TOO_LARGE
+                        else FailureKind.JUDGE_ERROR)
         verdict.detail = str(exc)
 
     def internal_error(self, exc: Exception) -> None:
         """A bug in the judge (called while `exc` is handled): the verdict says so, with the trace."""
         verdict = self.verdict
-        verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, f"internal judge error: {exc!r}", JUDGE_ERROR
+        verdict.stage, verdict.reason = JUDGE_ERROR, f"internal judge error: {exc!r}"
+        verdict.kind = FailureKind.JUDGE_ERROR
         verdict.detail = traceback.format_exc()
 
     def record_lock_stats(self) -> None:
