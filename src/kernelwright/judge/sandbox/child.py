@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from typing import NoReturn
 
 from ..common import procs
+from ..common.options import ChildOptions
 from .candidate import CandidateHarness
 from .reference import ReferenceHarness
 
@@ -33,18 +34,18 @@ STACK_DUMP_SIGNAL = signal.SIGUSR2
 HARNESSES = {"candidate": CandidateHarness, "reference": ReferenceHarness}
 
 
-def child_main(conn_fd: int, role: str, task, device: str, log_path: str, options: dict) -> NoReturn:
+def child_main(conn_fd: int, role: str, task, device: str, log_path: str, options: ChildOptions) -> NoReturn:
     """Entry point right after fork(). Never returns into the worker's code."""
     code = 0
     try:
         os.setsid()  # own process group: the worker kills the whole group at the end
         procs.die_with_parent()
         if role == "candidate":
-            procs.limit_file_size(int(options.get("max_file_bytes") or 256 << 20))
+            procs.limit_file_size(int(options.max_file_bytes))
         else:
             procs.make_undumpable()
         _close_fds_except(conn_fd)
-        _use_triton_cache(options.get("triton_cache"))
+        _use_triton_cache(options.triton_cache)
         _redirect_stdio(log_path)
         # On a timeout the worker asks for every thread's stack (written from C, so it works
         # while Python is stuck in a kernel launch, a lock or a compile) before killing us.

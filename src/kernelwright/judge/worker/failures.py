@@ -14,6 +14,7 @@ from typing import Any
 
 from ..common.footprint import PROBLEM_TOO_LARGE_TYPE
 from ..common.messages import ErrorReply, MessageError, parse_reply
+from ..common.requests import Request
 from ..common.verdict import FailureKind, filter_traceback
 from .child_process import ChildFailure
 
@@ -161,15 +162,15 @@ def child_failure(child, stage: str, doing: str, error: str, kind: str,
     return CaseFailed(stage, reason, detail=detail, log_tail=log_tail, kind=failure)
 
 
-def ask(child, msg: dict, timeout: float, doing: str, stage: str, cap: float | None = None, note: str = ""):
+def ask(child, request: Request, timeout: float, doing: str, stage: str, cap: float | None = None, note: str = ""):
     """Send one request and return the typed reply. A failing candidate becomes a `CaseFailed` for
     `stage`; a failing reference becomes a `JudgeError` (not the candidate's fault). `timeout` is
     running time (compiling is bounded apart); `cap` and `note`: see `ChildProcess.recv`."""
     try:
-        raw = child.request(msg, timeout, doing, cap, note)
+        raw = child.request(request, timeout, doing, cap, note)
     except ChildFailure as exc:
         raise child_failure(child, stage, doing, exc.reason, exc.kind, log_tail=exc.log_tail) from None
-    return parsed(child, raw, msg["op"], doing, stage)
+    return parsed(child, raw, request.op, doing, stage)
 
 
 def parsed(child, raw: Any, op: str, doing: str, stage: str):

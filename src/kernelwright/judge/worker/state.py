@@ -1,4 +1,4 @@
-"""One verdict in the making (`Judging`): the task, the request and its options, the verdict being
+"""One verdict in the making (`Judging`): the task, the request's options, the verdict being
 filled in, the two children, and what the stages learn on the way (probe reports, perf-case
 sizes, the candidate's autotuner picks, its children's GPU-lock statistics). It lives for one
 call of `Worker._judge`; nothing of it outlasts its verdict.
@@ -10,6 +10,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common.options import JudgeOptions
 from ..common.verdict import JUDGE_ERROR, PASSED, FailureKind, Verdict
 from .child_process import ChildProcess
 from .failures import CaseFailed, JudgeError, judge_alone_after
@@ -19,9 +20,11 @@ from .timing import perf_seed
 @dataclass
 class Judging:
     task: Any
-    request: dict
-    opts: dict  # the request's options, with `probe` (the children's clocks read their limits here)
+    opts: JudgeOptions  # the request's (the children's clocks read their limits here)
     verdict: Verdict
+    # whether the task's (foreign) reference is probed for outputs it leaves undefined: not once
+    # it failed on poisoned memory (`Worker.no_probe`)
+    probe: bool = True
     ref: ChildProcess | None = None
     cand: ChildProcess | None = None
     probe_failures: list[str] = field(default_factory=list)
