@@ -1,8 +1,10 @@
 """The judge's typed seams (issue 27 item 2): options rebuilt from their wire dict, requests as
-typed messages parsed where they arrive.
+typed messages parsed where they arrive, each stage's narrow view of its worker.
 
 mypy type-checks the seams' modules and this file (`[tool.mypy]` in pyproject.toml; run by
-tests/agent/test_protocols.py)."""
+tests/agent/test_protocols.py): the functions below assign the real `Worker` to each stage's
+protocol, so a member renamed on either side fails it. At run time, without mypy, each
+protocol member must be on `Worker` too."""
 
 from __future__ import annotations
 
@@ -39,8 +41,27 @@ from kernelwright.judge.common.requests import (
 from kernelwright.judge.sandbox.candidate import CandidateHarness
 from kernelwright.judge.sandbox.reference import ReferenceHarness
 from kernelwright.judge.sandbox.timer import TIMING_METHODS
+from kernelwright.judge.worker.interfaces import (
+    CheckingWorker,
+    GuardedWorker,
+    TimingWorker,
+)
+from kernelwright.judge.worker.process import Worker
 
 JUDGE = Path(__file__).resolve().parents[2] / "src" / "kernelwright" / "judge"
+
+
+# -- what mypy checks: the worker where each stage's protocol is expected ------------------------
+def as_checking(worker: Worker) -> CheckingWorker:
+    return worker
+
+
+def as_timing(worker: Worker) -> TimingWorker:
+    return worker
+
+
+def as_guarded(worker: Worker) -> GuardedWorker:
+    return worker
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -180,3 +201,22 @@ def test_a_child_answers_a_request_it_cannot_read_numbered_as_asked_and_serves_o
     assert unknown == {"op": "frobnicate", "ok": False, "error": "unknown op 'frobnicate'"}
     assert malformed["op"] == "gaps" and malformed["ok"] is False
     assert malformed["error"] == "malformed 'gaps' request: GapsRequest request lacks its field 'n'"
+
+
+# -- each stage's view of its worker ------------------------------------------------------------
+def _members(protocol: type) -> set[str]:
+    names = set()
+    for klass in protocol.__mro__:
+        if klass in (object,) or klass.__module__ == "typing":
+            continue
+        names |= {n for n in vars(klass) if not n.startswith("_")}
+        names |= set(getattr(klass, "__annotations__", {}))
+    return names
+
+
+@pytest.mark.parametrize("protocol", [CheckingWorker, TimingWorker, GuardedWorker])
+def test_the_worker_has_every_member_of_each_stages_view(protocol: type):
+    worker = Worker("cpu")
+    missing = [name for name in _members(protocol) if not hasattr(worker, name)]
+    assert not missing, f"Worker lacks {missing} of {protocol.__name__}"
+    assert len(_members(CheckingWorker)) < 10 and len(_members(TimingWorker)) < 14  # narrow, as meant

@@ -32,6 +32,7 @@ from .failures import (
     parsed,
     retry_alone,
 )
+from .interfaces import CheckingWorker
 from .state import Judging
 from .timing import perf_subset
 
@@ -45,7 +46,7 @@ INTERPRETER_SKIP = "skipped: the Triton interpreter computes this dtype incorrec
 class CorrectnessStage:
     """The call and correctness stages of one verdict; `worker` lends the GPU-sharing state."""
 
-    def __init__(self, worker, judging: Judging) -> None:
+    def __init__(self, worker: CheckingWorker, judging: Judging) -> None:
         self.worker, self.j = worker, judging
         self.task, self.opts, self.verdict = judging.task, judging.opts, judging.verdict
         self.ref, self.cand = judging.ref, judging.cand
@@ -324,7 +325,7 @@ def check_spot(task, label: str, expected, got) -> None:
         raise CaseFailed("performance", f"{label}: at perf size, {problem[0]}", kind=problem[2])
 
 
-def check_perf_cases(worker, j: Judging) -> dict[int, float | None]:
+def check_perf_cases(worker: CheckingWorker, j: Judging) -> dict[int, float | None]:
     """Check every perf case that will be timed at sampled output positions. Returns {perf case
     index: seconds the check took, or None when it ran out of memory and must be checked under
     the exclusive lock}; cases that are not timed are recorded with the reason."""
@@ -356,7 +357,7 @@ def check_perf_cases(worker, j: Judging) -> dict[int, float | None]:
     return checked
 
 
-def spot_check(worker, j: Judging, pi: int) -> None:
+def spot_check(worker: CheckingWorker, j: Judging, pi: int) -> None:
     """One perf case computed by both sides and compared at sampled positions. A foreign
     reference is probed for outputs it leaves undefined only when the first comparison fails:
     probing runs it twice more at perf size, and a suite's references are mostly well behaved
@@ -403,7 +404,7 @@ def spot_check(worker, j: Judging, pi: int) -> None:
     j.perf_bytes[pi] = sum(m.nbytes for m in expected.native_meta)
 
 
-def check_timed_configuration(worker, j: Judging, pi: int) -> None:
+def check_timed_configuration(worker: CheckingWorker, j: Judging, pi: int) -> None:
     """The perf-size check of case `pi` again, with the configurations the candidate's
     autotuners picked alone for timing. Alone as well if it runs out of memory next to others."""
     def check() -> None:

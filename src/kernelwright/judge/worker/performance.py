@@ -22,6 +22,7 @@ from ..common.requests import (
 from ..common.verdict import CaseResult
 from .correctness import check_timed_configuration, spot_check
 from .failures import ask, child_failure
+from .interfaces import TimingWorker
 from .state import Judging
 from .stats import aggregate, case_timing
 from .timing import (
@@ -54,7 +55,7 @@ from .timing import (
 STAGE = "performance"
 
 
-def run_performance(worker, j: Judging, checked: dict[int, float | None]) -> None:
+def run_performance(worker: TimingWorker, j: Judging, checked: dict[int, float | None]) -> None:
     """Time the checked perf cases: reference and candidate blocks interleaved, exclusive GPU."""
 
     task, opts, verdict, ref, cand = j.task, j.opts, j.verdict, j.ref, j.cand
@@ -93,7 +94,7 @@ class CaseTimer:
     """Warm up and time one perf case (the caller holds the GPU exclusively). `run` goes through
     the steps in order; each step leaves what it measured on the timer for the case's record."""
 
-    def __init__(self, worker, j: Judging, pi: int, flush: int, retuned: dict) -> None:
+    def __init__(self, worker: TimingWorker, j: Judging, pi: int, flush: int, retuned: dict) -> None:
         self.worker, self.j, self.pi, self.retuned = worker, j, pi, retuned
         self.opts, self.ref, self.cand = j.opts, j.ref, j.cand
         self.timeout = self.opts.perf_timeout

@@ -10,8 +10,9 @@ exit) becomes a verdict with a reason; the child's whole process group is then k
 
 This module owns the processes (forking children, the spares, the reference kept per task, the
 strays), the GPU lock as this worker holds it (shared by its children's checks, exclusive for a
-timing turn), and the verdict's beginning and end (`Judging`). The stages are `correctness`,
-`spotcheck` and `performance`; the pipe to a child is `channel`; failures and the retry policy
+timing turn), and the verdict's beginning and end (`Judging`). The stages are `correctness` (the
+perf-size checks included) and `performance`, each handed this worker as the narrow interface
+it uses (`interfaces`); the pipe to a child is `child_process`; failures and the retry policy
 are `failures`.
 
 Started by the coordinator (`pool.py`) as `python -m kernelwright.judge.worker.process --fd N --device D`.
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import time
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Iterator
 
 from ...tasks import load_task_ref
 from ..common import footprint, lockholders, procs
@@ -95,7 +96,7 @@ class Worker:
         return self.options.gpu_workers > 1 and not self.exclusive_held
 
     @contextlib.contextmanager
-    def exclusive(self, task_name: str):
+    def exclusive(self, task_name: str) -> Iterator[tuple[float, float]]:
         """Hold this GPU exclusively for the block (a no-op when already held); yields (seconds
         spent waiting for it, of which at the turnstile draining readers in flight). A long drain
         is traced with the processes it waits for (KERNELWRIGHT_TRACE=1). During a verdict the wait
@@ -134,7 +135,7 @@ class Worker:
         return check
 
     @contextlib.contextmanager
-    def timing_turn(self, verdict):
+    def timing_turn(self, verdict: Verdict) -> Iterator[None]:
         """`exclusive`, with the wait added to the verdict's `wait_exclusive` and the time held to
         `performance`."""
         with self.exclusive(verdict.task) as (waited, drained):
@@ -159,7 +160,7 @@ class Worker:
             stage)
 
     @contextlib.contextmanager
-    def alone_with(self, cand: ChildProcess, opts: JudgeOptions):
+    def alone_with(self, cand: ChildProcess, opts: JudgeOptions) -> Iterator[None]:
         """The candidate's memory cap lifted for the block (the caller holds the GPU exclusively)."""
         self.candidate_memory_cap(cand, 1.0, opts, "performance")
         try:
