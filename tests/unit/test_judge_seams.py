@@ -165,6 +165,16 @@ def test_a_malformed_request_is_a_clear_error(raw: Any, message: str):
         parse_request(raw)
 
 
+def test_a_request_built_wrong_fails_where_it_is_built():
+    """In the worker, where it is the judge's bug (an internal judge error), not in the child,
+    where its error reply would read as the candidate's failure."""
+    with pytest.raises(MessageError, match="seed: expected an integer"):
+        RunItem(case=0, seed=1.5)
+    with pytest.raises(MessageError, match="gpu_lock: expected a boolean"):
+        SyncRequest(gpu_lock=1)
+    assert PerfPrepareRequest(case=0, seeds=[1], flush_bytes=8, warmup_ms=3).warmup_ms == 3.0
+
+
 @pytest.mark.parametrize("harness", [CandidateHarness, ReferenceHarness])
 def test_every_child_request_has_a_handler_on_both_sides(harness: type):
     for op, cls in CHILD_REQUESTS.items():

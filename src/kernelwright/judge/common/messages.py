@@ -310,11 +310,30 @@ def _short(value: Any) -> str:
     return repr(value)[:40]
 
 
+# a message class's field types, resolved once (replies are parsed, requests built, by the thousand)
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def check_fields(message: Any) -> None:
+    """Every field of the dataclass `message` checked against its type as `build` checks a parsed
+    one (and an int given for a float made a float); `MessageError` for the first that is not."""
+    hints = _type_hints(type(message))
+    for f in dataclasses.fields(message):
+        setattr(message, f.name, _coerce(getattr(message, f.name), hints[f.name], f.name))
+
+
 def build(cls: type, raw: dict, what: str = "reply", where: str = "") -> Any:
     """The message `cls` made of `raw`'s fields, each checked against its type (`_coerce`), then
     its own `check`; `MessageError` says what is wrong. `what`: "reply" or "request" ("" for a
     part of one); `where`: the part's place ("items[0]." for a request's first item)."""
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name in raw:

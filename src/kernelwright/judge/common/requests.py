@@ -7,9 +7,11 @@
 
 Requests go from the trusted side to the other (pickled: `multiprocessing.Connection`), so this
 is no defence against a hostile sender, as the replies' checks are (`messages.parse_reply`). It
-makes a malformed request a clear error where it arrives (an unknown op, a field missing or of
-the wrong type, one the request has no field for), instead of a KeyError deep in a handler or a
-key read as its default; and it keeps what each request carries written down in one place.
+keeps what each request carries written down in one place, and makes a request built wrong a
+clear error: where it is built (each field checked against its type: a judge bug raised in the
+worker, its verdict a judge error, never a candidate's failure), and where it arrives (an
+unknown op, a field missing, of the wrong type, or one the request has no field for), instead
+of a KeyError deep in a handler or a key read as its default.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .messages import MessageError, build
+from .messages import MessageError, build, check_fields
 from .options import JudgeOptions
 
 
@@ -28,6 +30,9 @@ class Request:
     # whether the child holds the GPU lock shared around this request's GPU work (never inside
     # the worker's own exclusive turn, nor on a GPU with one worker: `Worker.share_gpu`)
     gpu_lock: bool = False
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def to_wire(self) -> dict[str, Any]:
         return {"op": self.op, **{f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}}
@@ -62,6 +67,9 @@ class RunItem:
     probe: bool = False  # the reference: probe for outputs it leaves undefined
     # the candidate: the bytes of each of the reference's outputs, to poison free memory for
     poison_sizes: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(kw_only=True)
