@@ -49,7 +49,7 @@ class CorrectnessStage:
     def __init__(self, worker: CheckingWorker, judging: Judging) -> None:
         self.worker, self.j = worker, judging
         self.task, self.opts, self.verdict = judging.task, judging.opts, judging.verdict
-        self.ref, self.cand = judging.ref, judging.cand
+        self.ref, self.cand = judging.children()
         self.results: dict[int, CaseResult] = {}  # correctness case -> its result, once one item ran
         self.n = 0  # items compared so far: the first one is the call
         self.stream: ReferenceStream | None = None
@@ -422,5 +422,5 @@ def check_timed_configuration(worker: CheckingWorker, j: Judging, pi: int) -> No
     except (CaseFailed, JudgeError) as exc:
         if not retry_alone(exc, worker.exclusive_held):
             raise
-        with worker.exclusive(j.task.name), worker.alone_with(j.cand, j.opts):
+        with worker.exclusive(j.task.name), worker.alone_with(j.children()[1], j.opts):
             check()

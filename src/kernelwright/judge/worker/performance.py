@@ -58,7 +58,8 @@ STAGE = "performance"
 def run_performance(worker: TimingWorker, j: Judging, checked: dict[int, float | None]) -> None:
     """Time the checked perf cases: reference and candidate blocks interleaved, exclusive GPU."""
 
-    task, opts, verdict, ref, cand = j.task, j.opts, j.verdict, j.ref, j.cand
+    task, opts, verdict = j.task, j.opts, j.verdict
+    ref, cand = j.children()
     timeout = opts.perf_timeout
     spec = spec_for(worker.info.get("name"))
     flush = flush_bytes(worker.device, int(worker.info.get("l2_bytes") or 0))
@@ -96,7 +97,8 @@ class CaseTimer:
 
     def __init__(self, worker: TimingWorker, j: Judging, pi: int, flush: int, retuned: dict) -> None:
         self.worker, self.j, self.pi, self.retuned = worker, j, pi, retuned
-        self.opts, self.ref, self.cand = j.opts, j.ref, j.cand
+        self.opts = j.opts
+        self.ref, self.cand = j.children()
         self.timeout = self.opts.perf_timeout
         self.case = j.task.perf_cases[pi]
         self.label = f"perf case {self.case.label}"

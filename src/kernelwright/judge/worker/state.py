@@ -38,6 +38,12 @@ class Judging:
     # exception class a child reported: never the words of a reason)
     ran_out_of_memory: bool = False
 
+    def children(self) -> tuple[ChildProcess, ChildProcess]:
+        """(reference, candidate): the stages run once the cascade has loaded both."""
+        if self.ref is None or self.cand is None:
+            raise JudgeError("a stage ran before both children were loaded")  # (a judge bug)
+        return self.ref, self.cand
+
     def perf_seed(self, pi: int) -> int:
         return perf_seed(self.verdict.seeds[0], pi)
 
