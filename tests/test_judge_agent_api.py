@@ -2,6 +2,7 @@
 a failure kind on every verdict (set from structured data, never from text the candidate can
 write), and `Verdict.feedback`, the bounded text a reflector reads."""
 
+import json
 import stat
 import time
 from concurrent.futures import wait
@@ -161,16 +162,26 @@ def test_perf_stage_failures_have_kinds():
     assert cheat.candidate_id  # judge_many's verdicts get ids too
 
 
-def test_old_verdict_dicts_still_load():
-    old = {"task": "t", "candidate": "c.py", "stage": "correctness", "call": True, "correct": False,
-           "reason": "x", "cases": [{"kind": "correctness", "label": "a", "params": {}, "ok": False}]}
-    verdict = Verdict.from_dict(old)
-    assert verdict.kind == "runtime_error" and verdict.candidate_id == "" and verdict.cases[0].failure == ""
-    assert Verdict.from_dict(dict(old, stage="passed")).kind == "passed"
-    assert Verdict.from_dict(dict(old, stage="judge_error")).kind == "judge_error"
-    again = Verdict.from_dict(Verdict.from_dict(dict(old, kind="timeout", candidate_id="a")).to_dict())
-    assert (again.kind, again.candidate_id) == ("timeout", "a")
-    assert Verdict("t", "c", "static", False, False, "r", kind=FailureKind.SYNTAX_ERROR).kind == "syntax_error"
+def test_stored_verdicts_read_back_the_same_and_a_kind_is_required():
+    stored = {"task": "t", "candidate": "c.py", "stage": "correctness", "call": True, "correct": False,
+              "reason": "x", "cases": [{"kind": "correctness", "label": "a", "params": {}, "ok": False}],
+              "kind": "wrong_values"}
+    verdict = Verdict.from_dict(stored)
+    assert verdict.kind is FailureKind.WRONG_VALUES and verdict.candidate_id == "" and verdict.cases[0].failure == ""
+    # the JSON of a verdict is what it was when kinds were strings: the kind's value
+    text = json.dumps(verdict.to_dict())
+    assert json.loads(text)["kind"] == "wrong_values"
+    again = Verdict.from_dict(json.loads(text))
+    assert again == verdict and json.dumps(again.to_dict()) == text
+    assert Verdict("t", "c", "static", False, False, "r", kind="syntax_error").kind is FailureKind.SYNTAX_ERROR
+    # a verdict stored before verdicts had kinds is no longer given one from its stage
+    for old in ({k: v for k, v in stored.items() if k != "kind"}, dict(stored, kind="")):
+        with pytest.raises(ValueError, match="without a kind"):
+            Verdict.from_dict(old)
+    with pytest.raises(ValueError):
+        Verdict.from_dict(dict(stored, kind="no_such_kind"))
+    with pytest.raises(TypeError):
+        Verdict("t", "c", "static", False, False, "r")  # every verdict is given its kind
 
 
 def test_feedback_cuts_the_middle_of_long_text():

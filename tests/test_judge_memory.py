@@ -90,18 +90,17 @@ def _tensors(value):
 
 
 def _reference_reply(task, item: dict, monkeypatch=None, max_reply_bytes=None) -> dict:
+    from kernelwright.judge.common.options import ChildOptions
+    from kernelwright.judge.common.requests import LoadRequest, RunItem, RunRequest
     from kernelwright.judge.worker.child_process import ChildProcess
 
-    child = ChildProcess("reference", task, "cpu", {"memory_fraction": None, "cpu_threads": 1,
-                                                     "max_file_bytes": 64 << 20, "triton_cache": None,
-                                                     "max_reply_bytes": max_reply_bytes})
+    child = ChildProcess("reference", task, "cpu", ChildOptions(max_reply_bytes=max_reply_bytes))
     child.max_reply_bytes = max_reply_bytes  # as its worker sets both (`footprint.reply_limit`)
     try:
         child.ready(60)
-        load = child.request({"op": "load", "task_ref": task.ref, "baseline_path": None, "gpu_lock": False}, 60,
-                             "loading")
+        load = child.request(LoadRequest(task_ref=task.ref), 60, "loading")
         assert load.get("ok"), load
-        return child.request({"op": "run", "items": [item], "gpu_lock": False}, 120, "running")
+        return child.request(RunRequest(items=[RunItem(**item)]), 120, "running")
     finally:
         child.close()
         child.remove_log()

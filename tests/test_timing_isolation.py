@@ -96,15 +96,16 @@ def test_candidate_tree_reaches_processes_in_other_sessions():
 
 
 def test_a_gpu_with_one_worker_takes_no_shared_lock(monkeypatch):
+    from kernelwright.judge.common.options import WorkerOptions
     from kernelwright.judge.coordinator import pool as pool_module
     from kernelwright.judge.worker.process import Worker
 
-    assert Worker("cuda", {"gpu_workers": 1}).share_gpu is False
-    shared = Worker("cuda", {"gpu_workers": 2})
+    assert Worker("cuda", WorkerOptions(gpu_workers=1)).share_gpu is False
+    shared = Worker("cuda", WorkerOptions(gpu_workers=2))
     assert shared.share_gpu is True
     shared.exclusive_held = True
     assert shared.share_gpu is False
-    assert Worker("cuda", {}).share_gpu is True  # a worker started without the count: shared, as before
+    assert Worker("cuda").share_gpu is True  # a worker started without the count: shared, as before
 
     monkeypatch.setattr(pool_module, "detect_backend", lambda device: ("cuda", 2))
     for per_device, expected in ((1, 1), (3, 3)):

@@ -6,6 +6,8 @@ timing turn disturbs what that turn measures. Only writing to the pipe comes aft
 import contextlib
 from types import SimpleNamespace
 
+from kernelwright.judge.common.options import ChildOptions
+from kernelwright.judge.common.requests import RunItem, RunRequest
 from kernelwright.judge.sandbox.reference import ReferenceHarness
 
 
@@ -35,14 +37,14 @@ class RecordingShare:
 def harness(events: list, results: list[bool]) -> ReferenceHarness:
     h = ReferenceHarness.__new__(ReferenceHarness)  # no device, no task: only the request's bookkeeping is exercised
     h.is_gpu = True
-    h.options = {}  # (the worker's: no reply limit of its own here)
+    h.options = ChildOptions()  # (the worker's: no reply limit of its own here)
     h.share = RecordingShare(events)
     h.torch = SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: events.append(
         "empty_cache" + (" (held)" if h.share.held else " (NOT HELD)"))))
     h.conn = SimpleNamespace(send_bytes=lambda data: events.append(
         "write" + (" (NOT RELEASED)" if h.share.held else "")))
     answers = iter(results)
-    h._run_reference_item = lambda item: {"ok": next(answers), "case": item["case"]}
+    h._run_reference_item = lambda item: {"ok": next(answers), "case": item.case}
 
     def encode(obj):
         events.append("encode" + (" (held)" if h.share.held else " (NOT HELD)"))
@@ -52,22 +54,26 @@ def harness(events: list, results: list[bool]) -> ReferenceHarness:
     return h
 
 
+def run_request(n_items: int, gpu_lock: bool) -> RunRequest:
+    return RunRequest(items=[RunItem(case=k, seed=0) for k in range(n_items)], gpu_lock=gpu_lock)
+
+
 def test_items_are_encoded_and_the_cache_returned_under_the_lock():
     events: list = []
-    harness(events, [True, True]).op_run({"items": [{"case": 0}, {"case": 1}], "gpu_lock": True})
+    harness(events, [True, True]).op_run(run_request(2, gpu_lock=True))
     assert events == ["acquire", "encode (held)", "release", "write",
                       "acquire", "encode (held)", "empty_cache (held)", "release", "write"]
 
 
 def test_a_failed_item_returns_the_cache_under_the_lock_and_stops():
     events: list = []
-    harness(events, [False, True]).op_run({"items": [{"case": 0}, {"case": 1}], "gpu_lock": True})
+    harness(events, [False, True]).op_run(run_request(2, gpu_lock=True))
     assert events == ["acquire", "encode (held)", "empty_cache (held)", "release", "write"]
 
 
 def test_inside_the_workers_own_turn_nothing_is_taken():
     events: list = []
-    harness(events, [True]).op_run({"items": [{"case": 0}], "gpu_lock": False})
+    harness(events, [True]).op_run(run_request(1, gpu_lock=False))
     assert events == ["encode (NOT HELD)", "empty_cache (NOT HELD)", "write"]
 
 
@@ -83,7 +89,7 @@ def test_a_gpu_fault_that_breaks_the_cache_release_still_sends_the_reply():
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
     h.torch = SimpleNamespace(cuda=SimpleNamespace(empty_cache=broken_cache))
-    h.op_run({"items": [{"case": 0}], "gpu_lock": True})
+    h.op_run(run_request(1, gpu_lock=True))
     assert events == ["acquire", "encode (held)", "empty_cache raised", "release", "write"]
 
 
@@ -103,7 +109,7 @@ def test_a_fault_surfacing_while_encoding_becomes_an_error_reply():
 
     h._encode = encode
     h.conn = SimpleNamespace(send_bytes=sent.append)
-    h.op_run({"items": [{"case": 0}, {"case": 1}], "gpu_lock": True})
+    h.op_run(run_request(2, gpu_lock=True))
     assert sent == [b"error reply"]  # and the second item was not run
     error = encoded[-1]
     assert error["ok"] is False and "illegal memory access" in error["error"]

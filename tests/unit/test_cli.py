@@ -21,9 +21,12 @@ VERDICT_KEYS = {"task", "call", "correct", "stage", "reason", "speedup", "cases"
 @pytest.fixture
 def runner() -> CliRunner:
     # click >= 8.2 keeps stderr apart and has no `mix_stderr`; older versions need mix_stderr=False
+    # A wide terminal: rich wraps at its width, and a long tmp path broken inside a word
+    # ("nope.p y") would defeat `flat`.
+    env = {"COLUMNS": "400"}
     if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
-        return CliRunner(mix_stderr=False)
-    return CliRunner()
+        return CliRunner(mix_stderr=False, env=env)
+    return CliRunner(env=env)
 
 
 def flat(text: str) -> str:
@@ -143,7 +146,8 @@ def test_print_verdict_human_output(capsys):
     verdict = Verdict(task="vector_add", candidate="c.py", stage="correctness", call=True, correct=False,
                       reason="output: 1 of 4 elements outside tolerance", detail="Traceback: boom",
                       cases=[CaseResult("correctness", "4 float32", {}, False),
-                             CaseResult("correctness", "8 bfloat16", {}, None, reason="skipped under the interpreter")])
+                             CaseResult("correctness", "8 bfloat16", {}, None, reason="skipped under the interpreter")],
+                      kind="wrong_values")
     print_verdict(verdict)
     out = flat(capsys.readouterr().out)
     assert "static ok" in out and "call ok" in out and "correctness FAILED" in out and "performance -" in out
@@ -159,7 +163,7 @@ def test_print_verdict_passed_with_speedup(capsys):
     perf = CaseResult("performance", "1M float32", {}, True, ref_ms=2.0, cand_ms=1.0, speedup=2.0,
                       ci95=[1.9, 2.1], roofline_ms=0.5)
     verdict = Verdict(task="vector_add", candidate="c.py", stage="passed", call=True, correct=True, reason="ok",
-                      speedup=2.0, speedup_geomean=2.0, speedup_ci95=[1.9, 2.1], cases=[perf])
+                      speedup=2.0, speedup_geomean=2.0, speedup_ci95=[1.9, 2.1], cases=[perf], kind="passed")
     print_verdict(verdict)
     out = flat(capsys.readouterr().out)
     assert "performance ok" in out and "verdict: passed" in out

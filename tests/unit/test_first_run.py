@@ -178,7 +178,8 @@ def test_print_verdict_headline_counts_unchecked_cases(capsys):
 
     verdict = Verdict(task="t", candidate="c.py", stage="passed", call=True, correct=True, reason="passed",
                       cases=[CaseResult("correctness", "4 float32", {}, True),
-                             CaseResult("correctness", "8 bfloat16", {}, None, reason="skipped under the interpreter")])
+                             CaseResult("correctness", "8 bfloat16", {}, None, reason="skipped under the interpreter")],
+                      kind="passed")
     print_verdict(verdict)
     assert "verdict: passed, 1 of 2 correctness case(s) not checked" in flat(capsys.readouterr().out)
 

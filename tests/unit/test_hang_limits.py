@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from kernelwright.judge.common.options import JudgeOptions
 from kernelwright.judge.sandbox.compilewatch import CompileWatch
 from kernelwright.judge.worker.child_process import ChildFailure, running_limit
 
@@ -94,13 +95,13 @@ def test_a_malformed_notice_is_a_protocol_failure(fake):
 
 
 def test_the_running_limit_scales_from_the_reference():
-    opts = {"run_timeout": 30.0, "run_timeout_factor": 50.0}
+    opts = JudgeOptions(run_timeout=30.0, run_timeout_factor=50.0)
     assert running_limit(opts, 300.0, None)[0] == 30.0
     assert running_limit(opts, 300.0, 0.01)[0] == 30.0
     limit, note = running_limit(opts, 300.0, 2.0)
     assert limit == 100.0 and "2 s on this item" in note
     assert running_limit(opts, 60.0, 2.0)[0] == 60.0  # the stage's cap
-    assert running_limit({}, 8.0, 1.0)[0] == 8.0  # options without the new fields: the cap
+    assert running_limit(opts, 8.0, 1.0)[0] == 8.0  # never past the stage's cap
 
 
 def test_compile_watch_tells_the_outermost_span_from_the_main_thread_only():

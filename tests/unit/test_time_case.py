@@ -1,7 +1,6 @@
 """The worker's timing of one perf case, driven in-process by scripted children (no GPU): the
 checks that follow the timed blocks (roofline, host-synchronisation flag) apply to every case."""
 
-import dataclasses
 import time
 
 import pytest
@@ -34,12 +33,12 @@ class ScriptedChild:
     def resume(self) -> None:
         pass
 
-    def request(self, msg: dict, timeout: float, doing: str, cap=None, note: str = "") -> dict:
-        if msg["op"] == "perf_prepare":
+    def request(self, msg, timeout: float, doing: str, cap=None, note: str = "") -> dict:
+        if msg.op == "perf_prepare":
             return {"ok": True, "est_ms": self.call_ms, "flush_ms": 0.01, "pad_ms": 0.02, "gap_ms": 0.01,
                     "warmup_launches": 3, "warmup_calls": 3, "sets": 3, "host_sync": self.host_sync}
-        if msg["op"] == "time_block":
-            return {"ok": True, "times_ms": [self.call_ms] * msg["n"], "launches": msg["n"]}
+        if msg.op == "time_block":
+            return {"ok": True, "times_ms": [self.call_ms] * msg.n, "launches": msg.n}
         return {"ok": True}
 
 
@@ -48,10 +47,9 @@ def time_case_with(ref: ScriptedChild, cand: ScriptedChild, blocks: int = 2) -> 
     task = resolve_task("vector_add")
     worker = Worker("cuda")
     verdict = Verdict(task=task.name, candidate="c.py", stage="performance", call=True, correct=True,
-                      reason="", seeds=[1])
-    opts = dataclasses.asdict(JudgeOptions(perf_blocks=blocks))
+                      reason="", seeds=[1], kind="judge_error")
     pi = len(task.perf_cases) - 1
-    judging = Judging(task, {}, opts, verdict, ref=ref, cand=cand)
+    judging = Judging(task, JudgeOptions(perf_blocks=blocks), verdict, ref=ref, cand=cand)
     CaseTimer(worker, judging, pi, 1 << 20, {"ref": 0, "cand": 0}).run({pi: 0.1}, [], spec_for("NVIDIA H200"))
     return verdict
 
@@ -81,13 +79,13 @@ class DisturbedChild(ScriptedChild):
         super().__init__(call_ms)
         self.disturbed_rounds, self.always, self.blocks = disturbed_rounds, always, 0
 
-    def request(self, msg: dict, timeout: float, doing: str, cap=None, note: str = "") -> dict:
+    def request(self, msg, timeout: float, doing: str, cap=None, note: str = "") -> dict:
         reply = super().request(msg, timeout, doing)
-        if msg["op"] == "time_block":
+        if msg.op == "time_block":
             self.blocks += 1
             round_no = (self.blocks - 1) // 4
             if (self.always or round_no < self.disturbed_rounds) and self.blocks % 4 == 2:
-                reply["times_ms"] = [10 * self.call_ms] * msg["n"]
+                reply["times_ms"] = [10 * self.call_ms] * msg.n
         return reply
 
 
@@ -133,10 +131,10 @@ class GapChild(ScriptedChild):
         super().__init__(call_ms)
         self.gaps, self.asked = list(gaps), 0
 
-    def request(self, msg: dict, timeout: float, doing: str, cap=None, note: str = "") -> dict:
+    def request(self, msg, timeout: float, doing: str, cap=None, note: str = "") -> dict:
         reply = super().request(msg, timeout, doing)
-        if msg["op"] in ("perf_prepare", "gaps"):
-            self.asked += msg["op"] == "gaps"
+        if msg.op in ("perf_prepare", "gaps"):
+            self.asked += msg.op == "gaps"
             reply["gap_ms"] = self.gaps.pop(0) if len(self.gaps) > 1 else self.gaps[0]
         return reply
 
@@ -170,12 +168,12 @@ class HonestChild(ScriptedChild):
         super().__init__(call_ms)
         self.asked_s, self.hidden_s = asked_s, hidden_s
 
-    def request(self, msg: dict, timeout: float, doing: str, cap=None, note: str = "") -> dict:
-        if msg["op"] != "time_block":
+    def request(self, msg, timeout: float, doing: str, cap=None, note: str = "") -> dict:
+        if msg.op != "time_block":
             return super().request(msg, timeout, doing)
         time.sleep(self.asked_s)
         self.sent_at = time.monotonic()
-        time.sleep(self.call_ms * msg["n"] / 1e3 + self.hidden_s)
+        time.sleep(self.call_ms * msg.n / 1e3 + self.hidden_s)
         return super().request(msg, timeout, doing)
 
 

@@ -122,14 +122,8 @@ def _interval(ci: Sequence[float] | None) -> tuple[float, float] | None:
 
 
 def verdict_kind(verdict: Verdict) -> str:
-    """The judge's machine-readable failure kind (set by the trusted side). Verdicts from before
-    kinds existed fall back to the stage."""
-    kind = getattr(verdict, "kind", None)
-    if kind:
-        return str(getattr(kind, "value", kind))
-    if verdict.stage == "passed":
-        return "passed"
-    return "judge_error" if verdict.stage == "judge_error" else f"failed_{verdict.stage}"
+    """The judge's machine-readable failure kind (set by the trusted side), as the attempt keeps it."""
+    return verdict.kind.value
 
 
 def performance_key(attempt: Attempt) -> tuple[float, int]:

@@ -539,8 +539,7 @@ def tune(task: Task, best: Attempt | None, judge: Judge, budget: TuneBudget, nex
                 notes[i] = f"{v.description} -> the judge could not decide: {exc!r}"[:300]
                 continue
             verdicts[i] = verdict
-            kind = verdict.kind or verdict.stage
-            notes[i] = f"{v.description} -> {kind}" + (f" / {_speed(verdict)}" if verdict.passed else "")
+            notes[i] = f"{v.description} -> {verdict.kind}" + (f" / {_speed(verdict)}" if verdict.passed else "")
     for f in waiting:  # over the budget: what has not started never will; what runs may finish
         f.cancel()
         i, v = futures[f]

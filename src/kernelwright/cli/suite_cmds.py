@@ -215,14 +215,14 @@ def report_suite(suite: str, candidates: str, store, out: Path, selected: list, 
 
 def failure_groups(records) -> dict[str, list[tuple[str, str]]]:
     """{failure kind: [(task, first line of the reason)]} for every task that did not pass, judged
-    or not (missing, unsupported): the kind is the verdict's own (or its failing stage)."""
+    or not (missing, unsupported): the kind is the verdict's own."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for r in sorted(records, key=lambda r: r.task):
         verdict = r.verdict or {}
         if r.status == "judged" and verdict.get("stage") == "passed":
             continue
         if r.status == "judged":
-            kind = verdict.get("kind") or verdict.get("stage") or "failed"
+            kind = verdict["kind"]
         else:
             kind = r.status
         reason = (r.reason or verdict.get("reason") or "").strip().splitlines()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -265,7 +266,7 @@ def parse_notice(raw: Any) -> "CompileNotice | TuneNotice | None":
     cls = _NOTICES.get(raw.get("op")) if isinstance(raw.get("op"), str) else None
     if cls is None:
         return None
-    return _build(cls, raw)
+    return build(cls, raw)
 
 
 # op -> the message class of an ok reply, by the role of the child that sends it
@@ -299,27 +300,49 @@ def parse_reply(raw: Any, op: str, role: str) -> Reply:
     if not isinstance(ok, bool):
         raise MessageError("'ok' missing or not a boolean")
     if not ok:
-        return _build(ErrorReply, raw)
+        return build(ErrorReply, raw)
     if role == "reference" and op in _MAY_SKIP and "skipped" in raw:
-        return _build(Skipped, raw)
+        return build(Skipped, raw)
     classes = _OK_REPLIES.get(op)
     if classes is None or role not in classes:
         raise MessageError(f"no reply is expected to a {op!r} request")
-    return _build(classes[role], raw)
+    return build(classes[role], raw)
 
 
 def _short(value: Any) -> str:
     return repr(value)[:40]
 
 
-def _build(cls: type, raw: dict) -> Any:
-    hints = typing.get_type_hints(cls)
+# a message class's field types, resolved once (replies are parsed, requests built, by the thousand)
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def check_fields(message: Any) -> None:
+    """Every field of the dataclass `message` checked against its type as `build` checks a parsed
+    one (and an int given for a float made a float); `MessageError` for the first that is not."""
+    hints = _type_hints(type(message))
+    for f in dataclasses.fields(message):
+        setattr(message, f.name, _coerce(getattr(message, f.name), hints[f.name], f.name))
+
+
+def build(cls: type, raw: dict, what: str = "reply", where: str = "") -> Any:
+    """The message `cls` made of `raw`'s fields, each checked against its type (`_coerce`), then
+    its own `check`; `MessageError` says what is wrong. `what`: "reply" or "request" ("" for a
+    part of one); `where`: the part's place ("items[0]." for a request's first item)."""
+    hints = _type_hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name in raw:
-            values[f.name] = _coerce(raw[f.name], hints[f.name], f.name)
+            values[f.name] = _coerce(raw[f.name], hints[f.name], where + f.name)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise MessageError(f"{cls.__name__} reply lacks its field {f.name!r}")
+            raise MessageError(f"{' '.join(filter(None, (cls.__name__, what)))} lacks its field {where + f.name!r}")
     try:
         message = cls(**values)
     except TypeError as exc:  # (cannot happen for fields checked above; kept for safety)
@@ -335,7 +358,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return value
-    if origin is Union:
+    if origin is Union or origin is types.UnionType:  # Optional[X], and X | None
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
@@ -354,6 +377,12 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise MessageError(f"{where}: expected a tensor description")
         return _meta(value, where)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a part of a request (`requests.RunItem`)
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise MessageError(f"{where}: expected an object, got {type(value).__name__}")
+        return build(tp, value, "", where + ".")
     if tp is torch.Tensor:
         if not isinstance(value, torch.Tensor):
             raise MessageError(f"{where}: expected a tensor, got {type(value).__name__}")
@@ -375,6 +404,10 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             raise MessageError(f"{where}: expected text, got {type(value).__name__}")
         if len(value) > MAX_TEXT_CHARS:
             raise MessageError(f"{where}: {len(value)} characters of text")
+        return value
+    if tp is bytes:  # (a request's only: a candidate's source, sent to its confined process)
+        if not isinstance(value, bytes):
+            raise MessageError(f"{where}: expected bytes, got {type(value).__name__}")
         return value
     raise MessageError(f"{where}: no rule for {tp!r}")  # a bug here, reported as the reply's
 

@@ -1,11 +1,39 @@
-"""`JudgeOptions`: how a candidate is judged (seeds, time limits, timing protocol, tolerances of
-the measurement). Made by the coordinator, sent to each worker with every candidate, read by
-the worker's stages."""
+"""The judge's options, one dataclass per place they are decided, each with its defaults written
+once, here:
+
+- `JudgeOptions`: how a candidate is judged (seeds, time limits, timing protocol, tolerances of
+  the measurement). Made by the coordinator, sent to the worker with every candidate as a plain
+  dict (`to_wire`), rebuilt there (`from_wire`) and read by the worker's stages as attributes.
+- `WorkerOptions`: what the coordinator tells a worker once, when it starts it.
+- `ChildOptions`: what a worker gives each child it forks (handed over by the fork itself).
+
+`from_wire` rejects a key it does not know: the two ends are one version of the code, so an
+unknown key is a bug (a renamed field, a typo), and reading it silently as the default would
+hide it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+
+def _from_wire(cls: type[_T], data: Mapping[str, Any]) -> _T:
+    """`cls` built from the wire dict `data`: a key missing takes the field's default, a key
+    `cls` has no field for raises ValueError naming it."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{cls.__name__}: expected a mapping of options, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(sorted(known))}")
+    return cls(**data)
 
 
 @dataclass
@@ -50,12 +78,59 @@ class JudgeOptions:
     # what a confined candidate may write in all (its scratch and Triton cache; worker/limits.py)
     max_written_bytes: int = 2 << 30
 
-    def for_request(self, backend: str) -> dict:
-        opts = asdict(self)
-        opts["perf"] = self.perf if self.perf is not None else backend != "cpu"
-        return opts
+    def resolved(self, backend: str) -> JudgeOptions:
+        """These options as a worker of `backend` applies them: `perf` decided (None: measure on
+        GPUs, not under the CPU interpreter)."""
+        return dataclasses.replace(self, perf=self.perf if self.perf is not None else backend != "cpu")
+
+    def for_request(self, backend: str) -> dict[str, Any]:
+        """The options of one judge request, as they travel (`resolved`, then `to_wire`)."""
+        return self.resolved(backend).to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> JudgeOptions:
+        return _from_wire(cls, data)
 
     def draw_seeds(self) -> list[int]:
         if self.seed is not None:
             return [(self.seed + 1_000_003 * i) % (2**31 - 1) for i in range(self.seeds)]
         return [secrets.randbelow(2**31 - 1) for _ in range(self.seeds)]
+
+
+@dataclass
+class WorkerOptions:
+    """What the coordinator tells a worker when it starts it (`WorkerHandle`)."""
+    # the share of GPU memory a candidate process may take while the GPU is shared
+    memory_fraction: float = JudgeOptions.memory_fraction
+    # how many of the pool's workers share this worker's GPU (1: its children take no GPU lock)
+    gpu_workers: int = 2
+    cache_root: str | None = None  # where the worker makes its children's Triton caches (None: none)
+    start_timeout: float = 300.0  # for the first spare child to start and describe the device
+    cpu_threads: int = 1  # torch threads of each child
+    sandbox: str = JudgeOptions.sandbox  # the children's confinement level (`sandbox.confinement`)
+    scratch_root: str | None = None  # where each confined child gets its own directory (None: unconfined)
+    max_written_bytes: int = JudgeOptions.max_written_bytes  # what a confined candidate may write in all
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> WorkerOptions:
+        return _from_wire(cls, data)
+
+
+@dataclass
+class ChildOptions:
+    """What a worker gives each child it forks (`Worker._child_options`): set up before the
+    child's harness starts serving, the same for all its requests."""
+    memory_fraction: float | None = None  # a candidate's cap on GPU memory (None: no cap, the reference)
+    max_reply_bytes: int | None = None  # a reference's largest reply (None: `footprint.max_reply_bytes()`)
+    cpu_threads: int = 1
+    max_file_bytes: int = 64 << 20  # the largest file a candidate may write (printing forever fails)
+    triton_cache: str | None = None  # this side's Triton cache directory (None: Triton's default)
+    # how the child confines itself (a `sandbox.confinement.ChildSandbox`; None: not at all).
+    # Typed loosely here: common/ does not import the sandbox's code, and this never crosses a pipe.
+    sandbox: Any = None

@@ -73,15 +73,6 @@ def output_name(i: int, names: list[str] | None, n: int) -> str:
     return "output" if n == 1 else f"output {i}"
 
 
-def default_kind(stage: str) -> str:
-    """The kind of a verdict written before kinds existed: only the stage is known."""
-    if stage == PASSED:
-        return FailureKind.PASSED.value
-    if stage == JUDGE_ERROR:
-        return FailureKind.JUDGE_ERROR.value
-    return FailureKind.RUNTIME_ERROR.value
-
-
 # a frame as tracebacks write it ('  File "x.py", line 3, in f') and as faulthandler does
 # ('  File "x.py", line 3 in f'); and a run of frames dropped by an earlier filter
 _FRAME = re.compile(r'^  File "(.*)", line \d+(?:,? in .*)?$')
@@ -217,7 +208,9 @@ class Verdict:
     flags: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    kind: str = ""                 # a FailureKind value; "" is filled in from the stage
+    # how it ended, for an agent to branch on; its value in a stored verdict (a str-valued Enum:
+    # the JSON holds "wrong_values"). Required: whoever decides a verdict decides its kind.
+    kind: FailureKind = field(kw_only=True)
     candidate_id: str = ""         # the submitter's name for the candidate (JudgePool.submit)
     # peak memory per process, when measured (JudgeOptions.measure_memory): "reference",
     # "candidate" (a child's MemoryReport fields), "worker" (rss_bytes, rss_peak_bytes)
@@ -227,7 +220,7 @@ class Verdict:
     sandbox: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.kind = str(self.kind.value if isinstance(self.kind, FailureKind) else self.kind) or default_kind(self.stage)
+        self.kind = FailureKind(self.kind)  # (its value, read back from a stored verdict, or a typo: ValueError)
 
     @property
     def passed(self) -> bool:
@@ -266,9 +259,13 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Verdict":
+        """A verdict from its `to_dict` (a worker's reply, a stored verdict read back)."""
         data = dict(data)
+        if not data.get("kind"):
+            raise ValueError(f"a verdict of task {data.get('task')!r} without a kind (stored before verdicts had "
+                             "kinds?): judge it again")
         data["cases"] = [CaseResult(**c) for c in data.get("cases", [])]
-        return cls(**data)  # (a dict from before kinds existed gets its kind from the stage)
+        return cls(**data)
 
 
 def judge_error_verdict(task: str, candidate: str, reason: str, *, detail: str = "",

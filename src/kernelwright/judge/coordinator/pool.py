@@ -32,7 +32,8 @@ from ..common.gpulock import MAX_LOCK_CREDIT_S
 from ..common.options import JudgeOptions
 from ..common.privdir import ensure_private, private_dir
 from ..common.capabilities import check_level
-from ..common.verdict import JUDGE_ERROR, Verdict, judge_error_verdict
+from ..common.requests import JudgeRequest
+from ..common.verdict import JUDGE_ERROR, FailureKind, Verdict, judge_error_verdict
 from .backend import DeviceUnavailable, SandboxUnavailable, default_workers_per_device, detect_backend
 from .static import MAX_SOURCE_BYTES, check_source
 from .workerhandle import WorkerHandle, WorkerLost, remove_worker_caches, sweep_stale
@@ -48,19 +49,20 @@ def static_verdict(task: Task, candidate: Path) -> Verdict | None:
     if result.ok:
         return None
     return Verdict(task=task.name, candidate=str(candidate), stage="static", call=False, correct=False,
-                   reason=result.reason, kind=result.kind or JUDGE_ERROR)
+                   reason=result.reason, kind=FailureKind(result.kind or FailureKind.JUDGE_ERROR))
 
 
-def job_timeout(task: Task, opts: dict) -> float:
+def job_timeout(task: Task, opts: JudgeOptions) -> float:
     """A worker enforces every stage's timeout itself; this outer bound only catches a stuck
-    worker, so it is the sum of everything the worker could legitimately spend, plus margin."""
-    n_items = len(task.correctness_cases) * opts["seeds"] + 1
-    perf_requests = len(task.perf_cases) * (2 * opts["perf_blocks"] + 8) if opts["perf"] else 0
+    worker, so it is the sum of everything the worker could legitimately spend, plus margin.
+    `opts` as the worker applies them (`JudgeOptions.resolved`)."""
+    n_items = len(task.correctness_cases) * opts.seeds + 1
+    perf_requests = len(task.perf_cases) * (2 * opts.perf_blocks + 8) if opts.perf else 0
     # Capped at a week: a task with thousands of perf cases must not overflow poll()'s timeout.
     # every request may also compile, for up to compile_timeout: the first few of each stage do
-    compiles = (4 + len(task.perf_cases) * 2) * opts.get("compile_timeout", 0.0)
-    return min(opts["load_timeout"] * 3 + opts["call_timeout"] + opts["case_timeout"] * n_items * 2
-               + opts["perf_timeout"] * perf_requests + compiles + 60 + MAX_LOCK_CREDIT_S, 7 * 24 * 3600.0)
+    compiles = (4 + len(task.perf_cases) * 2) * opts.compile_timeout
+    return min(opts.load_timeout * 3 + opts.call_timeout + opts.case_timeout * n_items * 2
+               + opts.perf_timeout * perf_requests + compiles + 60 + MAX_LOCK_CREDIT_S, 7 * 24 * 3600.0)
 
 
 _sandbox_warnings: set[str] = set()
@@ -305,9 +307,9 @@ class JudgePool:
         failed = static_verdict(task, candidate)
         if failed is not None:
             return failed
-        request_opts = opts.for_request(self.backend)
-        request = {"op": "judge", "task_ref": task.ref, "candidate_path": str(candidate),
-                   "seeds": opts.draw_seeds(), "options": request_opts}
+        resolved = opts.resolved(self.backend)
+        request = JudgeRequest(task_ref=task.ref, candidate_path=str(candidate), seeds=opts.draw_seeds(),
+                               options=resolved)
         index = self._free.get()
         started = time.monotonic()
         try:
@@ -315,13 +317,13 @@ class JudgePool:
                 if self._closing.is_set():
                     raise PoolClosed("the judge pool was closed before this candidate was judged")
                 worker = self._worker(index)
-                data = worker.judge(request, job_timeout(task, request_opts))
+                data = worker.judge(request, job_timeout(task, resolved))
                 verdict = Verdict.from_dict(data)
             except WorkerLost as exc:
                 if self._closing.is_set():
                     raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
                 self._replace(index)
-                verdict = judge_error_verdict(task.name, str(candidate), str(exc), seeds=request["seeds"])
+                verdict = judge_error_verdict(task.name, str(candidate), str(exc), seeds=request.seeds)
             verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
             return verdict
         finally:
@@ -330,19 +332,19 @@ class JudgePool:
     @staticmethod
     def _source_verdict(task: Task, code: str, candidate_id: str) -> Verdict | None:
         """The static verdict of source text that is not worth a file: too large, not text."""
-        def fail(reason: str, kind: str) -> Verdict:
+        def fail(reason: str, kind: FailureKind) -> Verdict:
             return Verdict(task=task.name, candidate=candidate_id, stage="static", call=False, correct=False,
                            reason=reason, kind=kind, candidate_id=candidate_id)
 
         if not isinstance(code, str):
-            return fail(f"the candidate's source is a {type(code).__name__}, not text", "syntax_error")
+            return fail(f"the candidate's source is a {type(code).__name__}, not text", FailureKind.SYNTAX_ERROR)
         if len(code) > MAX_SOURCE_BYTES:  # (characters: at least as many bytes)
             return fail(f"candidate source is {len(code)} characters; the limit is {MAX_SOURCE_BYTES} bytes",
-                        "too_large")
+                        FailureKind.TOO_LARGE)
         try:
             code.encode("utf-8")
         except UnicodeEncodeError:
-            return fail("candidate source cannot be written as UTF-8 text", "syntax_error")
+            return fail("candidate source cannot be written as UTF-8 text", FailureKind.SYNTAX_ERROR)
         return None
 
     def _write_source(self, code: str, candidate_id: str) -> Path:

@@ -26,9 +26,10 @@ from multiprocessing import Pipe
 from pathlib import Path
 
 from ..common import procs
-from ..common.options import JudgeOptions
+from ..common.options import JudgeOptions, WorkerOptions
 from ..common.privdir import ENV as PRIVATE_DIR_ENV
 from ..common.privdir import ensure_private, private_dir
+from ..common.requests import ExitRequest, JudgeRequest
 from .backend import DeviceUnavailable
 from .workerenv import worker_environment
 
@@ -89,10 +90,11 @@ class WorkerHandle:
         # Each child gets a Triton cache of its own side (see worker.Worker.start): the reference's
         # is never a directory a candidate is pointed at, so it cannot plant a compiled kernel there.
         # gpu_workers: how many of this pool's workers share the worker's GPU (1: no shared GPU lock)
-        self.conn.send({"options": {"memory_fraction": options.memory_fraction, "gpu_workers": gpu_workers,
-                                    "cache_root": str(ensure_private(private / "triton")),
-                                    "sandbox": options.sandbox, "max_written_bytes": options.max_written_bytes,
-                                    "scratch_root": str(ensure_private(private / "scratch"))}})
+        worker_options = WorkerOptions(memory_fraction=options.memory_fraction, gpu_workers=gpu_workers,
+                                       cache_root=str(ensure_private(private / "triton")),
+                                       sandbox=options.sandbox, max_written_bytes=options.max_written_bytes,
+                                       scratch_root=str(ensure_private(private / "scratch")))
+        self.conn.send({"options": worker_options.to_wire()})
 
     def wait_ready(self) -> dict:
         """The worker's device description, once it has started (raises if it could not)."""
@@ -191,12 +193,12 @@ class WorkerHandle:
         del buffer[:head + size]
         return frame
 
-    def judge(self, request: dict, timeout: float) -> dict:
+    def judge(self, request: JudgeRequest, timeout: float) -> dict:
         try:
-            self.conn.send(request)
+            self.conn.send(request.to_wire())
         except OSError:
             raise WorkerLost(f"judge worker {self.index} is gone") from None
-        return self._recv(timeout, f"judging this candidate ({request['candidate_path']})", heartbeats=True)["verdict"]
+        return self._recv(timeout, f"judging this candidate ({request.candidate_path})", heartbeats=True)["verdict"]
 
     def kill(self) -> None:
         """End the worker now, with everything it started: its process group, and every
@@ -220,7 +222,7 @@ class WorkerHandle:
             self.kill()
             return
         try:
-            self.conn.send({"op": "exit"})
+            self.conn.send(ExitRequest().to_wire())
         except OSError:
             pass
         try:

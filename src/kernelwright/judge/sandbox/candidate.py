@@ -12,6 +12,7 @@ import sys
 from typing import Callable
 
 from ..common.digests import tensor_digests
+from ..common.requests import LoadRequest, RunItem, SpotRequest
 from . import confinement
 from .harness import Harness, SpotCall
 from .poison import install_poisoning_allocators
@@ -22,13 +23,17 @@ from .replies import Outputs, flatten_outputs
 class CandidateHarness(Harness):
     role = "candidate"
 
-    def _load(self, msg: dict) -> None:
-        path = os.path.realpath(msg["path"])
-        box = self.options.get("sandbox")
+    def _load(self, request: LoadRequest) -> None:
+        if request.path is None:
+            raise ValueError("a candidate's load request names no file")
+        path = os.path.realpath(request.path)
+        box = self.options.sandbox
         if box is not None and box.on:
             # Confined, it cannot read the submitted file: its worker sent the bytes, kept in its
             # own scratch under the same name.
-            path = confinement.keep_source(box, os.path.basename(path), msg["source"])
+            if request.source is None:
+                raise ValueError("a confined candidate's load request carries no source")
+            path = confinement.keep_source(box, os.path.basename(path), request.source)
         # The task module (hidden cases, reference) stays reachable only through our own references.
         for name in [n for n in sys.modules if n.startswith("kernelwright_task_")]:
             del sys.modules[name]
@@ -68,12 +73,12 @@ class CandidateHarness(Harness):
                                               if i not in outputs.numbers and not memory.holds(t)]}
         return outputs, self.counter.own - before, seconds, provenance
 
-    def _run_item(self, item: dict) -> dict:
+    def _run_item(self, item: RunItem) -> dict:
         try:
             self._collect_large_garbage()
-            fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+            fn, args = self._bound(self.entry, "correctness_cases", item.case, item.seed)
             self._note_inputs(args)
-            sizes = item.get("poison_sizes", [])
+            sizes = item.poison_sizes
             outputs, launches, seconds, provenance = self._call_candidate(fn, args, sizes)
             # Snapshot now: an output may alias an input, and the repeat call below may change both.
             reply = {"op": "run", "ok": True, "outputs": [t.detach().clone() for t in outputs],
@@ -85,11 +90,11 @@ class CandidateHarness(Harness):
                 reply["names"] = outputs.names
             n_outputs = len(outputs)
             del outputs  # the reply holds their snapshot: memory for the repeat's outputs
-            if item.get("repeat"):
+            if item.repeat:
                 if self.task.bind is not None:  # adapter tasks draw inputs from global RNG state: re-seed
                     args = None  # let go of the first inputs before making the same ones again
                     self._collect_large_garbage()
-                    fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+                    fn, args = self._bound(self.entry, "correctness_cases", item.case, item.seed)
                     self._note_inputs(args)
                 again, launches2, _, provenance2 = self._call_candidate(fn, args, sizes)
                 reply["repeat_outputs"] = again
@@ -101,6 +106,6 @@ class CandidateHarness(Harness):
         except BaseException as exc:  # noqa: BLE001 - includes SystemExit raised by the candidate
             return self._error("run", exc)
 
-    def _spot_call(self, fn: Callable, args: tuple, msg: dict) -> SpotCall:
-        outputs, launches, _, provenance = self._call_candidate(fn, args, msg.get("poison_sizes", []))
-        return SpotCall(outputs, launches, msg["positions"], provenance)
+    def _spot_call(self, fn: Callable, args: tuple, request: SpotRequest) -> SpotCall:
+        outputs, launches, _, provenance = self._call_candidate(fn, args, request.poison_sizes)
+        return SpotCall(outputs, launches, request.positions, provenance)

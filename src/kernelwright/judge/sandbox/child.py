@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from typing import NoReturn
 
 from ..common import procs
+from ..common.options import ChildOptions
 from . import confinement
 from .candidate import CandidateHarness
 from .confinement import ChildSandbox
@@ -35,28 +36,29 @@ STACK_DUMP_SIGNAL = signal.SIGUSR2
 HARNESSES = {"candidate": CandidateHarness, "reference": ReferenceHarness}
 
 
-def child_main(conn_fd: int, role: str, task, device: str, log_path: str, options: dict) -> NoReturn:
+def child_main(conn_fd: int, role: str, task, device: str, log_path: str, options: ChildOptions) -> NoReturn:
     """Entry point right after fork(). Never returns into the worker's code."""
     code = 0
     try:
         os.setsid()  # own process group: the worker kills the whole group at the end
         procs.die_with_parent()
         if role == "candidate":
-            procs.limit_file_size(int(options.get("max_file_bytes") or 256 << 20))
+            procs.limit_file_size(int(options.max_file_bytes))
         else:
             procs.make_undumpable()
         _close_fds_except(conn_fd)
         _redirect_stdio(log_path)
         # Confined now, while this is the process's only thread; its caches are pointed into
         # its scratch, then the Triton cache at its side's (which the policy lets it write).
-        box = options.get("sandbox") or ChildSandbox(level="off")
-        options["sandbox_record"] = confinement.enter(box)
-        _use_triton_cache(options.get("triton_cache"))
+        record = confinement.enter(options.sandbox or ChildSandbox(level="off"))
+        _use_triton_cache(options.triton_cache)
         # On a timeout the worker asks for every thread's stack (written from C, so it works
         # while Python is stuck in a kernel launch, a lock or a compile) before killing us.
         faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True)
         conn = Connection(conn_fd)
-        HARNESSES[role](conn, task, device, options).serve()
+        harness = HARNESSES[role](conn, task, device, options)
+        harness.sandbox_record = record  # how it is confined, told to its worker when ready
+        harness.serve()
     except BaseException:  # noqa: BLE001 - the child must never unwind into the worker's code
         try:
             traceback.print_exc()

@@ -17,6 +17,25 @@ from ...tasks import load_task_ref
 from ..common import wire
 from ..common.footprint import proc_status_bytes
 from ..common.gpulock import SharedHold
+from ..common.messages import MessageError
+from ..common.options import ChildOptions
+from ..common.requests import (
+    ExitRequest,
+    LoadRequest,
+    MemoryFractionRequest,
+    MemoryRequest,
+    PerfPrepareRequest,
+    Request,
+    RetuneRequest,
+    RunItem,
+    RunRequest,
+    SpotRequest,
+    SyncRequest,
+    UnknownOp,
+    parse_request,
+    request_op,
+    request_seq,
+)
 from . import autotuning, triton_hooks
 from .compilewatch import CompileWatch
 from .launches import LaunchCounter
@@ -46,8 +65,9 @@ class SpotCall:
 class Harness(TimedRequests):
     role = ""  # "candidate" or "reference", set by each subclass
     failure_marks: dict = {}  # fields added to every failed reply of a checked call
+    sandbox_record = None  # how this child is confined (`confinement.Record`), set before it serves
 
-    def __init__(self, conn: Connection, task, device: str, options: dict) -> None:
+    def __init__(self, conn: Connection, task, device: str, options: ChildOptions) -> None:
         import torch
 
         self.conn = conn
@@ -87,19 +107,19 @@ class Harness(TimedRequests):
         return not (capturing is not None and capturing())
 
     # -- what the roles supply ----------------------------------------------------------------
-    def _load(self, msg: dict) -> None:
+    def _load(self, request: LoadRequest) -> None:
         """Load the code this side runs (the `load` request)."""
         raise NotImplementedError
 
-    def _run_item(self, item: dict) -> dict:
+    def _run_item(self, item: RunItem) -> dict:
         """The reply to one correctness item (case, seed) of a `run` request."""
         raise NotImplementedError
 
-    def _spot_call(self, fn: Callable, args: tuple, msg: dict) -> SpotCall:
+    def _spot_call(self, fn: Callable, args: tuple, request: SpotRequest) -> SpotCall:
         """The perf-size call of a `spot` request."""
         raise NotImplementedError
 
-    def _probe_spot(self, call: SpotCall, msg: dict, doing: str) -> None:
+    def _probe_spot(self, call: SpotCall, request: SpotRequest, doing: str) -> None:
         """Probe the spot call's outputs for undefined positions, where this side does."""
 
     def _finish_spot(self, reply: dict, call: SpotCall, metas: list[dict]) -> None:
@@ -108,7 +128,7 @@ class Harness(TimedRequests):
     def _check_fits(self, impl: Any, case_list: str, index: int) -> None:
         """Raise before building a case's inputs that would not fit this machine."""
 
-    def _check_reply(self, data: bytes, item: dict, reply: dict) -> None:
+    def _check_reply(self, data: bytes, item: RunItem, reply: dict) -> None:
         """Raise if an encoded `run` reply (`reply`, as `data`) may not be sent."""
 
     def _is_skip(self, exc: BaseException) -> bool:
@@ -151,28 +171,37 @@ class Harness(TimedRequests):
         self.conn.send_bytes(wire.encode({**msg, "seq": self._seq}))
 
     def serve(self) -> None:
-        record = self.options.get("sandbox_record")
+        record = self.sandbox_record
         self.send({"op": "ready", **self._init_device(), "sandbox": record.as_dict() if record else {}})
         while True:
             try:
-                msg = self.conn.recv()  # from the trusted worker: pickle is safe in this direction
+                raw = self.conn.recv()  # from the trusted worker: pickle is safe in this direction
             except EOFError:
                 return
-            op = msg.get("op")
-            if op == "exit":
+            try:
+                request = parse_request(raw)
+            except MessageError as exc:  # answered, numbered as asked: the worker reads why
+                self._seq = request_seq(raw)
+                op = request_op(raw)
+                error = str(exc) if isinstance(exc, UnknownOp) else f"malformed {op!r} request: {exc}"
+                self.send({"op": op, "ok": False, "error": error})
+                continue
+            if isinstance(request, ExitRequest):
                 return
-            self._seq = msg.get("seq", 0)
-            handler = getattr(self, f"op_{op}", None)
-            if handler is None:
-                self.send({"op": op, "ok": False, "error": f"unknown op {op!r}"})
-                continue
-            self.share.doing = f"{self.role} {op}" + (f" of case {msg['case']}" if "case" in msg else "")
-            autotuning.set_checking(bool(msg.get("gpu_lock")))
-            if op == "run":  # streams replies: takes the lock per item
-                handler(msg)
-                continue
-            with self.share.hold(bool(msg.get("gpu_lock"))):
-                handler(msg)
+            self._seq = request_seq(raw)
+            self._serve(request)
+
+    def _serve(self, request: Request) -> None:
+        """Answer one request with its `op_` method: every op `parse_request` knows has one."""
+        handler = getattr(self, f"op_{request.op}")
+        case = request.case if isinstance(request, (SpotRequest, PerfPrepareRequest)) else None
+        self.share.doing = f"{self.role} {request.op}" + (f" of case {case}" if case is not None else "")
+        autotuning.set_checking(request.gpu_lock)
+        if isinstance(request, RunRequest):  # streams replies: takes the lock per item
+            handler(request)
+            return
+        with self.share.hold(request.gpu_lock):
+            handler(request)
 
     def _init_device(self) -> dict:
         torch = self.torch
@@ -201,12 +230,12 @@ class Harness(TimedRequests):
                 driver.active.get_current_target()
             except Exception:  # noqa: BLE001 - the first kernel launch reports a broken Triton
                 pass
-            fraction = self.options.get("memory_fraction")
+            fraction = self.options.memory_fraction
             if fraction:
                 self._cap_device_memory(fraction)
         else:
             info.update(name="cpu (Triton interpreter)", backend="cpu", l2_bytes=0)
-        torch.set_num_threads(int(self.options.get("cpu_threads", 1)))
+        torch.set_num_threads(int(self.options.cpu_threads))
         return info
 
     def _error(self, op: str, exc: BaseException, **extra) -> dict:
@@ -307,22 +336,21 @@ class Harness(TimedRequests):
         self._large_inputs = self._nbytes(args) >= LARGE_INPUT_BYTES
 
     # -- loading and correctness ---------------------------------------------------------------
-    def op_load(self, msg: dict) -> None:
+    def op_load(self, request: LoadRequest) -> None:
         try:
-            if msg.get("task_ref"):  # a spare is forked before its task is known
-
-                self.task = load_task_ref(msg["task_ref"])
-            self._load(msg)
+            if request.task_ref:  # a spare is forked before its task is known
+                self.task = load_task_ref(request.task_ref)
+            self._load(request)
             self.send({"op": "load", "ok": True})
         except BaseException as exc:  # noqa: BLE001 - SystemExit from the candidate included
             self.send(self._error("load", exc))
 
-    def op_run(self, msg: dict) -> None:
+    def op_run(self, request: RunRequest) -> None:
         """Run each item (case, seed) and stream one reply per item."""
-        items = msg["items"]
+        items = request.items
         for k, item in enumerate(items):
-            self.share.doing = f"{self.role} test case {item['case']}" + (" with probes" if item.get("probe") else "")
-            with self.share.hold(bool(msg.get("gpu_lock"))):
+            self.share.doing = f"{self.role} test case {item.case}" + (" with probes" if item.probe else "")
+            with self.share.hold(request.gpu_lock):
                 reply = self._run_item(item)
                 reply_ok = bool(reply.get("ok"))
                 # Inside the hold: encoding copies the outputs off the GPU (and may launch a kernel
@@ -343,20 +371,20 @@ class Harness(TimedRequests):
                 break  # the worker stops at the first failure
 
     # -- spot checks ---------------------------------------------------------------------------
-    def op_spot(self, msg: dict) -> None:
+    def op_spot(self, request: SpotRequest) -> None:
         """Run one perf-size call and return its outputs at sampled positions: perf shapes get a
         correctness check too, without shipping hundreds of megabytes."""
         doing = self.share.doing
         try:
             self.share.doing = f"{doing}: making its inputs"
-            self._check_fits(self.entry, "perf_cases", msg["case"])
+            self._check_fits(self.entry, "perf_cases", request.case)
             self._collect_large_garbage()
-            fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
+            fn, args = self._bound_seeded(self.entry, "perf_cases", request.case, request.seed)
             self._note_inputs(args)
             self.share.doing = f"{doing}: the call"
-            call = self._spot_call(fn, args, msg)
+            call = self._spot_call(fn, args, request)
             del fn, args  # (probes make inputs of their own)
-            self._probe_spot(call, msg, doing)
+            self._probe_spot(call, request, doing)
             self.share.doing = f"{doing}: sampling its outputs"
             samples, nan_counts, metas = self._sampled(call.outputs, call.positions)
             reply = {"op": "spot", "ok": True, "samples": samples, "positions": call.positions,
@@ -391,21 +419,21 @@ class Harness(TimedRequests):
         return samples, nan_counts, metas
 
     # -- housekeeping ------------------------------------------------------------------------
-    def op_memory_fraction(self, msg: dict) -> None:
+    def op_memory_fraction(self, request: MemoryFractionRequest) -> None:
         """Change the candidate's cap on GPU memory (lifted while its worker has the GPU alone)."""
         try:
-            self._cap_device_memory(msg["fraction"])
+            self._cap_device_memory(request.fraction)
             self.send({"op": "memory_fraction", "ok": True})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("memory_fraction", exc))
 
-    def op_retune(self, msg: dict) -> None:
+    def op_retune(self, request: RetuneRequest) -> None:
         try:
             self.send({"op": "retune", "ok": True, "autotuners": self.counter.forget_tuning()})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("retune", exc))
 
-    def op_memory(self, msg: dict) -> None:
+    def op_memory(self, request: MemoryRequest) -> None:
         """This process's memory so far (measurements: `JudgeOptions.measure_memory`)."""
         try:
             status = proc_status_bytes()
@@ -418,7 +446,7 @@ class Harness(TimedRequests):
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("memory", exc))
 
-    def op_sync(self, msg: dict) -> None:
+    def op_sync(self, request: SyncRequest) -> None:
         """Answered last, before a verdict: a reply the candidate wrote on the channel itself and
         that is still unread shows up here as one numbered out of turn."""
         self.send({"op": "sync", "ok": True})

@@ -19,6 +19,7 @@ from ..common.footprint import (
     max_reply_bytes,
     memory_need,
 )
+from ..common.requests import LoadRequest, RunItem, SpotRequest
 from . import replies
 from .harness import Harness, SpotCall
 from .poison import (
@@ -38,7 +39,7 @@ class ReferenceHarness(Harness):
     baseline: Callable | None = None  # what is timed: a Triton reference file, else the reference
     probe_disabled = False  # set once poisoned memory made the reference itself fail
 
-    def _load(self, msg: dict) -> None:
+    def _load(self, request: LoadRequest) -> None:
         task = self.task
         # Same allocator wrappers and launch counting as the candidate: equal host overhead
         # on both sides (without the counter a reference timed against itself came out up
@@ -50,7 +51,7 @@ class ReferenceHarness(Harness):
             self.entry = task.load_implementation(str(task.reference_impl), "kernelwright_reference")
         else:
             self.entry = task.reference
-        baseline_path = msg.get("baseline_path")
+        baseline_path = request.baseline_path
         self.baseline = (task.load_implementation(baseline_path, "kernelwright_baseline")
                          if baseline_path else self.entry)
 
@@ -93,36 +94,36 @@ class ReferenceHarness(Harness):
             raise ProblemTooLarge(f"{kind} case {case.label}: inputs {gib(inputs)} and outputs {gib(outputs)} "
                                   f"need {' and '.join(problems)}")
 
-    def _check_reply(self, data: bytes, item: dict, reply: dict) -> None:
+    def _check_reply(self, data: bytes, item: RunItem, reply: dict) -> None:
         """Whether the item's replies fit the worker's reply limit (`footprint.reply_limit`), this
         one and the candidate's to come: on a repeat item that carries its outputs twice (the
         repeat call's too). A problem whose replies do not fit is the problem's, not the candidate's."""
-        limit = int(self.options.get("max_reply_bytes") or max_reply_bytes())
+        limit = int(self.options.max_reply_bytes or max_reply_bytes())
         outputs = sum(int(m.get("nbytes", 0)) for m in reply.get("meta") or [])
         # (otherwise the candidate's reply is the size of this one)
-        candidate = candidate_reply_need(outputs, True) if item.get("repeat") else 0
+        candidate = candidate_reply_need(outputs, True) if item.repeat else 0
         if max(len(data), candidate) > limit:
-            what = (f"the reference's reply for case {item['case']} is {gib(len(data))}"
+            what = (f"the reference's reply for case {item.case} is {gib(len(data))}"
                     if len(data) > limit else
-                    f"the candidate's reply for case {item['case']} (its outputs and the repeat call's) "
+                    f"the candidate's reply for case {item.case} (its outputs and the repeat call's) "
                     f"would be {gib(candidate)}")
             raise ProblemTooLarge(f"{what}, over the {gib(limit)} a reply may carry on this machine (outputs "
                                   "travel whole, to be compared by the worker; the limit is an eighth of the host "
                                   "memory available when the worker started, 4-16 GiB)")
 
     # -- correctness -------------------------------------------------------------------------
-    def _run_item(self, item: dict) -> dict:
+    def _run_item(self, item: RunItem) -> dict:
         began, compiled = time.perf_counter(), self._compiled_s()
         reply = self._run_reference_item(item)
         if reply.get("ok") and "skipped" not in reply:  # the candidate's limit scales from it
             reply["run_s"] = max(0.0, time.perf_counter() - began - (self._compiled_s() - compiled))
         return reply
 
-    def _run_reference_item(self, item: dict) -> dict:
+    def _run_reference_item(self, item: RunItem) -> dict:
         try:
-            self._check_fits(self.entry, "correctness_cases", item["case"])
+            self._check_fits(self.entry, "correctness_cases", item.case)
             self._collect_large_garbage()
-            fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+            fn, args = self._bound(self.entry, "correctness_cases", item.case, item.seed)
             self._note_inputs(args)
             before = self.counter.own
             native, from_kernel = self._reference_call(fn, args)
@@ -145,7 +146,7 @@ class ReferenceHarness(Harness):
                 # memory it never initialised; it then "passes" only because fresh memory is zero.
                 # Run it again on poisoned memory: the positions that change are undefined.
                 try:
-                    fn, args = self._bound(self.entry, "correctness_cases", item["case"], item["seed"])
+                    fn, args = self._bound(self.entry, "correctness_cases", item.case, item.seed)
                     reply["undefined"] = self._undefined_positions(fn, args, reference, meta)
                 except BaseException as exc:  # noqa: BLE001 - the clean values above still stand
                     reply["probe_failed"] = self._probe_failed(exc)
@@ -174,8 +175,8 @@ class ReferenceHarness(Harness):
         return outputs, [i in outputs.numbers or memory.holds(t) for i, t in enumerate(outputs)]
 
     # -- probes ------------------------------------------------------------------------------
-    def _should_probe(self, msg: dict) -> bool:
-        return self.task.reference_impl is not None and msg.get("probe", True) and not self.probe_disabled
+    def _should_probe(self, request: RunItem | SpotRequest) -> bool:
+        return self.task.reference_impl is not None and request.probe and not self.probe_disabled
 
     def _probe_failed(self, exc: BaseException) -> str:
         """Poisoned memory made the reference itself fail (garbage indices, say). Probing stops in
@@ -219,7 +220,7 @@ class ReferenceHarness(Harness):
         return masks
 
     # -- performance -------------------------------------------------------------------------
-    def _spot_call(self, fn: Callable, args: tuple, msg: dict) -> SpotCall:
+    def _spot_call(self, fn: Callable, args: tuple, request: SpotRequest) -> SpotCall:
         torch = self.torch
         before = self.counter.own
         use64 = self.task.reference_in_float64 and self.task.reference_impl is None
@@ -231,18 +232,18 @@ class ReferenceHarness(Harness):
             native = flatten_outputs(fn(*args), torch)
             call.native_meta = [tensor_meta(t) for t in native]
             del native
-        rng = torch.Generator().manual_seed(int(msg["seed"]))
-        count = int(msg.get("samples", 4096))
+        rng = torch.Generator().manual_seed(int(request.seed))
+        count = int(request.samples)
         call.positions = [torch.randint(0, max(t.numel(), 1), (min(count, t.numel()),), generator=rng).tolist()
                           for t in outputs]
         return call
 
-    def _probe_spot(self, call: SpotCall, msg: dict, doing: str) -> None:
-        if not self._should_probe(msg):
+    def _probe_spot(self, call: SpotCall, request: SpotRequest, doing: str) -> None:
+        if not self._should_probe(request):
             return
         self.share.doing = f"{doing}: probes"
         try:
-            fn, args = self._bound_seeded(self.entry, "perf_cases", msg["case"], msg["seed"])
+            fn, args = self._bound_seeded(self.entry, "perf_cases", request.case, request.seed)
             metas = call.native_meta or [{"nbytes": t.numel() * t.element_size()} for t in call.outputs]
             call.undefined = self._undefined_positions(fn, args, call.outputs, metas)
         except BaseException as exc:  # noqa: BLE001

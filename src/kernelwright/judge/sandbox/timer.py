@@ -13,6 +13,13 @@ import random
 import time
 from typing import Any, Callable
 
+from ..common.requests import (
+    GapsRequest,
+    PerfPrepareRequest,
+    PerfReleaseRequest,
+    TimeBlockRequest,
+)
+
 # A call that takes this long (synchronised) is timed with fewer calls: its own length dwarfs the
 # noise, and a 250 ms shape otherwise held the GPU exclusively for 15 s.
 SLOW_CALL_MS = 5.0
@@ -216,13 +223,13 @@ class TimedRequests:
         """What the perf requests time."""
         return self.entry
 
-    def op_perf_prepare(self, msg: dict) -> None:
+    def op_perf_prepare(self, request: PerfPrepareRequest) -> None:
         """Make the rotating input sets, warm up on them, and estimate the time of one call."""
         clocks = self.clocks
         try:
-            t0 = self._make_perf_sets(msg)
+            t0 = self._make_perf_sets(request)
             inputs_s = clocks.perf_counter() - t0
-            warm_ms = float(msg.get("warmup_ms", 25.0))
+            warm_ms = float(request.warmup_ms)
             start = clocks.perf_counter()
             before = self.counter.own
             calls, host_ms, slow = warm_up(clocks, self.perf_sets, warm_ms, start)
@@ -249,20 +256,20 @@ class TimedRequests:
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("perf_prepare", exc))
 
-    def _make_perf_sets(self, msg: dict) -> float:
+    def _make_perf_sets(self, request: PerfPrepareRequest) -> float:
         """The input sets of a perf case, one per seed while they fit PERF_SET_BUDGET_BYTES, and
         the flush buffer; returns when making the inputs began (host clock)."""
         self.perf_sets = []  # no gc.collect() here: it costs ~0.1 s per perf case
         self._release_cached_memory()
         impl = self._perf_impl()
         t0 = self.clocks.perf_counter()
-        for seed in msg["seeds"]:
-            self.perf_sets.append(self._bound(impl, "perf_cases", msg["case"], seed))
+        for seed in request.seeds:
+            self.perf_sets.append(self._bound(impl, "perf_cases", request.case, seed))
             per_set = self._nbytes(self.perf_sets[0][1])
             if per_set * (len(self.perf_sets) + 1) > PERF_SET_BUDGET_BYTES:
                 break
         if self.flush_buffer is None:
-            self.flush_buffer = self._empty(int(msg["flush_bytes"]), dtype=self.torch.uint8, device=self.device)
+            self.flush_buffer = self._empty(int(request.flush_bytes), dtype=self.torch.uint8, device=self.device)
         return t0
 
     def _timing_functions(self) -> dict[str, Any]:
@@ -302,33 +309,33 @@ class TimedRequests:
                           if only_set is None or i == only_set else (fn, args)  # the others wait
                           for i, (fn, args) in enumerate(self.perf_sets)]
 
-    def op_gaps(self, msg: dict) -> None:
+    def op_gaps(self, request: GapsRequest) -> None:
         """More escape-gap readings of the prepared perf case (the worker asks when one looks late)."""
         try:
-            gaps = (escape_gaps(self.clocks, self.perf_sets, self.flush_buffer, int(msg["n"]))
+            gaps = (escape_gaps(self.clocks, self.perf_sets, self.flush_buffer, int(request.n))
                     if self.is_gpu else [0.0])
             self.send({"op": "gaps", "ok": True, "gap_ms": float(min(gaps))})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("gaps", exc))
 
-    def op_time_block(self, msg: dict) -> None:
+    def op_time_block(self, request: TimeBlockRequest) -> None:
         clocks = self.clocks
         try:
             t0 = clocks.perf_counter()
-            only_set = msg.get("only_set")  # a block number: its input set, counted round the sets
-            only_set = None if only_set is None else int(only_set) % len(self.perf_sets)
-            if msg.get("replace_seed") is not None:
-                self._replace_inputs(int(msg["replace_seed"]), only_set)
+            # a block number: its input set, counted round the sets
+            only_set = None if request.only_set is None else int(request.only_set) % len(self.perf_sets)
+            if request.replace_seed is not None:
+                self._replace_inputs(int(request.replace_seed), only_set)
             t1 = clocks.perf_counter()
             before = self.counter.own
-            times = self._timed_calls(int(msg["n"]), float(msg.get("pad_ms", 0.0)), only_set)
+            times = self._timed_calls(int(request.n), float(request.pad_ms), only_set)
             self.send({"op": "time_block", "ok": True, "times_ms": times,
                        "launches": self.counter.own - before, "patched": self.patched_timers(),
                        "phase_s": {"replace": round(t1 - t0, 4), "timed": round(clocks.perf_counter() - t1, 4)}})
         except BaseException as exc:  # noqa: BLE001
             self.send(self._error("time_block", exc))
 
-    def op_perf_release(self, msg: dict) -> None:
+    def op_perf_release(self, request: PerfReleaseRequest) -> None:
         self.perf_sets = []
         self._pad = None
         self._release_cached_memory()

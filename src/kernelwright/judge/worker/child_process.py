@@ -8,6 +8,7 @@ what that means for a verdict is `failures.child_failure`'s to say.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -24,6 +25,8 @@ from ..common.footprint import gib
 from ..common.gpulock import MAX_LOCK_CREDIT_S
 from ..common.lockholders import timing_turn_elsewhere
 from ..common.messages import MessageError, Ready, parse_notice, parse_reply
+from ..common.options import ChildOptions, JudgeOptions
+from ..common.requests import ExitRequest, Request, RunItem, RunRequest
 from ..sandbox.child import STACK_DUMP_SIGNAL, child_main
 from .limits import WATCH_S, Limits
 
@@ -34,13 +37,12 @@ LOG_TAIL_BYTES = 4000
 STACK_DUMP_WAIT_S = 0.5
 
 
-def running_limit(opts: dict, cap: float, reference_s: float | None) -> tuple[float, str]:
+def running_limit(opts: JudgeOptions, cap: float, reference_s: float | None) -> tuple[float, str]:
     """The candidate's running time allowed on one item (compiling is bounded apart, by
     `compile_timeout`), and how it was chosen: `run_timeout`, or `run_timeout_factor` times the
     reference's own running time on the same item where that is known, whichever is longer, at
     most `cap` (`call_timeout` for the first call, `case_timeout` after it). See JudgeOptions."""
-    floor = float(opts.get("run_timeout", cap))
-    factor = float(opts.get("run_timeout_factor", 0.0))
+    floor, factor = float(opts.run_timeout), float(opts.run_timeout_factor)
     base = max(floor, factor * reference_s) if reference_s is not None else floor
     limit = min(cap, base)
     why = (f"run_timeout_factor {factor:g} x the reference's {reference_s:.3g} s on this item"
@@ -125,9 +127,9 @@ class ChildProcess:
     # (seq, op) of the requests sent and not yet answered; None for a child played by a test
     pending: deque | None = None
     # the most seconds of compiling per reply, and the running time an autotuner config adds
-    # (set per verdict from JudgeOptions: `Worker._judge`)
-    compile_timeout: float = 600.0
-    tune_config_s: float = 1.0
+    # (set per verdict from JudgeOptions: `Worker._apply_limits`)
+    compile_timeout: float = JudgeOptions.compile_timeout
+    tune_config_s: float = JudgeOptions.tune_config_s
     # the running seconds (compiling and queueing left out) of the last reply, by the worker's clock
     last_run_s: float | None = None
     device: str | None = None  # "cpu", "cuda", ... (None for a child played by a test)
@@ -151,14 +153,14 @@ class ChildProcess:
     # a confined candidate's bytes written and processes, looked at while it is waited for
     limits: Limits | None = None
 
-    def __init__(self, role: str, task, device: str, options: dict,
+    def __init__(self, role: str, task, device: str, options: ChildOptions,
                  on_lock_stats: Callable[[dict], None] | None = None) -> None:
 
         self.role = role
         self.device = device
         self.on_lock_stats = on_lock_stats  # seconds the child waited for the GPU / compiled unlocked
         self.task = task
-        box = options.get("sandbox")
+        box = options.sandbox
         self.scratch = box.scratch if box is not None and box.on else None
         self.sandbox = {}
         self.scratch_dir = self.scratch or ""
@@ -195,11 +197,12 @@ class ChildProcess:
             self.sandbox = reply.sandbox
         return self.info
 
-    def send(self, msg: dict) -> None:
-        if self.pending is not None and msg.get("op") != "exit":
+    def send(self, request: Request) -> None:
+        msg = request.to_wire()
+        if self.pending is not None and not isinstance(request, ExitRequest):
             self.seq += 1
-            msg = dict(msg, seq=self.seq)
-            self.pending.append((self.seq, msg.get("op")))
+            msg["seq"] = self.seq
+            self.pending.append((self.seq, request.op))
         try:
             self.conn.send(msg)
         except (BrokenPipeError, ConnectionResetError, OSError):
@@ -319,10 +322,11 @@ class ChildProcess:
             self.kill()
             raise ChildFailure("protocol", f"unreadable reply while {doing}: {problem}", self.log_tail())
 
-    def request(self, msg: dict, timeout: float, doing: str, cap: float | None = None, note: str = "") -> dict:
+    def request(self, request: Request, timeout: float, doing: str, cap: float | None = None,
+                note: str = "") -> dict:
         if self.idle_check is not None:
             self.idle_check()
-        self.send(msg)
+        self.send(request)
         return self.recv(timeout, doing, cap, note)
 
     def _timeout_reason(self, clock: "ReplyClock", doing: str, note: str) -> str:
@@ -403,7 +407,7 @@ class ChildProcess:
     def close(self, timeout: float = 2.0) -> None:
         if self.alive:
             try:
-                self.conn.send({"op": "exit"})
+                self.conn.send(ExitRequest().to_wire())
             except OSError:
                 pass
         self.kill()
@@ -432,7 +436,7 @@ class ReferenceStream:
     `probe(j)` asks for item j again with the probes on; replies of items already in flight are
     read first and kept, so the order of the stream is never disturbed."""
 
-    def __init__(self, ref: "ChildProcess", items: list[dict], gpu_lock: bool, ahead: int = 1) -> None:
+    def __init__(self, ref: "ChildProcess", items: list[RunItem], gpu_lock: bool, ahead: int = 1) -> None:
         self.ref, self.items, self.gpu_lock, self.ahead = ref, items, gpu_lock, ahead
         self.sent = 0  # items[:sent] have been asked for
         self.outstanding: list[Any] = []  # tags of requests whose replies are not read yet, in order
@@ -442,8 +446,8 @@ class ReferenceStream:
     def pending(self) -> int:
         return len(self.outstanding)
 
-    def _ask(self, tag: Any, item: dict) -> None:
-        self.ref.send({"op": "run", "items": [item], "gpu_lock": self.gpu_lock})
+    def _ask(self, tag: Any, item: RunItem) -> None:
+        self.ref.send(RunRequest(items=[item], gpu_lock=self.gpu_lock))
         self.outstanding.append(tag)
 
     def _await(self, tag: Any, timeout: float, doing: str) -> dict:
@@ -462,5 +466,5 @@ class ReferenceStream:
 
     def probe(self, j: int, timeout: float, doing: str) -> dict:
         """Item j computed again, with its undefined output positions found by the probes."""
-        self._ask(("probe", j), dict(self.items[j], probe=True))
+        self._ask(("probe", j), dataclasses.replace(self.items[j], probe=True))
         return self._await(("probe", j), timeout, doing)

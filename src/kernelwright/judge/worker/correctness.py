@@ -12,11 +12,13 @@ own GPU work, never while compiling (see gpulock).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from ..common.footprint import candidate_reply_limit
 from ..common.knobs import trace
 from ..common.messages import ReferenceRun, ReferenceSpot, Skipped
+from ..common.requests import LoadRequest, RunItem, RunRequest, SpotRequest
 from ..common.verdict import CaseResult, output_name
 from .child_process import ChildFailure, ReferenceStream, running_limit
 from .compare import compare_outputs, compare_tensor, identical
@@ -30,6 +32,7 @@ from .failures import (
     parsed,
     retry_alone,
 )
+from .interfaces import CheckingWorker
 from .state import Judging
 from .timing import perf_subset
 
@@ -43,17 +46,17 @@ INTERPRETER_SKIP = "skipped: the Triton interpreter computes this dtype incorrec
 class CorrectnessStage:
     """The call and correctness stages of one verdict; `worker` lends the GPU-sharing state."""
 
-    def __init__(self, worker, judging: Judging) -> None:
+    def __init__(self, worker: CheckingWorker, judging: Judging) -> None:
         self.worker, self.j = worker, judging
         self.task, self.opts, self.verdict = judging.task, judging.opts, judging.verdict
-        self.ref, self.cand = judging.ref, judging.cand
+        self.ref, self.cand = judging.children()
         self.results: dict[int, CaseResult] = {}  # correctness case -> its result, once one item ran
         self.n = 0  # items compared so far: the first one is the call
         self.stream: ReferenceStream | None = None
         # A foreign reference is probed for outputs it leaves undefined only for an item the
         # candidate fails without them, as perf cases are: probes are two more runs of the
         # reference per item, and most references and candidates agree at the first comparison.
-        self.probing = bool(self.opts.get("probe", True)) and self.task.reference_impl is not None
+        self.probing = judging.probe and self.task.reference_impl is not None
 
     def run(self) -> None:
         started = time.monotonic()
@@ -66,7 +69,7 @@ class CorrectnessStage:
             for j, (item, label) in enumerate(zip(items, labels)):
                 self._judge_item(j, item, label, started)
         except (CaseFailed, JudgeError):
-            drain(self.ref, self.stream.pending, self.opts["case_timeout"])
+            drain(self.ref, self.stream.pending, self.opts.case_timeout)
             raise
         if self.n == 0:
             raise JudgeError("the task's own tests skip every correctness case on this device")
@@ -76,25 +79,25 @@ class CorrectnessStage:
     def _load_candidate(self) -> None:
         cand, opts = self.cand, self.opts
         try:
-            cand.ready(opts["load_timeout"])
+            cand.ready(opts.load_timeout)
         except ChildFailure as exc:
             raise child_failure(cand, "call", "starting", exc.reason, exc.kind, log_tail=exc.log_tail) from None
         self.verdict.sandbox = dict(cand.sandbox)
-        if opts.get("sandbox") == "strict" and not cand.sandbox.get("complete"):
+        if opts.sandbox == "strict" and not cand.sandbox.get("complete"):
             raise JudgeError("--sandbox strict: the candidate's process could not be confined fully ("
                              + "; ".join(cand.sandbox.get("missing") or ["no confinement"]) + "): not judged")
-        limit = min(opts["load_timeout"], opts.get("run_timeout", opts["load_timeout"]))
+        limit = min(opts.load_timeout, opts.run_timeout)
         # A confined child cannot read the submitted file: the bytes travel with the request.
         with open(self.verdict.candidate, "rb") as f:
             source = f.read()
-        ask(cand, {"op": "load", "path": self.verdict.candidate, "task_ref": self.task.ref,
-                   "gpu_lock": self.worker.share_gpu, "source": source},
-            limit, "importing the candidate", "call", cap=opts["load_timeout"],
+        ask(cand, LoadRequest(path=self.verdict.candidate, task_ref=self.task.ref, gpu_lock=self.worker.share_gpu,
+                              source=source),
+            limit, "importing the candidate", "call", cap=opts.load_timeout,
             note=f"running limit {limit:g} s: run_timeout, at most load_timeout; compiling is limited apart")
         if self.worker.exclusive_held:  # judged again alone after running out of memory next to others
             self.worker.candidate_memory_cap(cand, 1.0, opts, "call")
 
-    def _items(self) -> tuple[list[dict], list[str]]:
+    def _items(self) -> tuple[list[RunItem], list[str]]:
         """The (case, seed) items to run and their labels; cases this device cannot run are
         recorded as skipped."""
         items, labels = [], []
@@ -104,12 +107,12 @@ class CorrectnessStage:
                                                      INTERPRETER_SKIP))
                 continue
             for k, seed in enumerate(self.verdict.seeds):
-                items.append({"case": ci, "seed": seed, "repeat": k == 0, "probe": False})
+                items.append(RunItem(case=ci, seed=seed, repeat=k == 0, probe=False))
                 labels.append(f"case {case.label} (seed {seed})")
         return items, labels
 
     def _timeout(self) -> float:
-        return self.opts["call_timeout"] if self.n == 0 else self.opts["case_timeout"]
+        return self.opts.call_timeout if self.n == 0 else self.opts.case_timeout
 
     def _reference(self, j: int, label: str, stage: str, probe: bool):
         """The reference's `ReferenceRun` (or `Skipped`) of item j, probed if `probe`."""
@@ -127,29 +130,28 @@ class CorrectnessStage:
         if isinstance(expected, ReferenceRun):
             self.j.ref_launches += expected.launches
             undefined = sum(int(m.sum()) for m in expected.undefined or [] if m is not None)
-            where = f"case {self.task.correctness_cases[self.stream.items[j]['case']].label}"
+            where = f"case {self.task.correctness_cases[self.stream.items[j].case].label}"
             self.j.take_probe_report(expected.probe_failed, expected.undefined is not None, undefined, where)
         return expected
 
-    def _judge_item(self, j: int, item: dict, label: str, started: float) -> None:
-
-        verdict, case = self.verdict, self.task.correctness_cases[item["case"]]
+    def _judge_item(self, j: int, item: RunItem, label: str, started: float) -> None:
+        verdict, case = self.verdict, self.task.correctness_cases[item.case]
         stage = "call" if self.n == 0 else "correctness"
         mark = time.monotonic()
         expected = self._reference(j, label, stage, False)
         ref_s = time.monotonic() - mark
         if isinstance(expected, Skipped):  # the task's own test skips this input (pytest.skip)
-            if item["case"] not in self.results:
-                self.results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), None,
-                                                        f"skipped by the task's own test: {expected.skipped}")
-                verdict.cases.append(self.results[item["case"]])
+            if item.case not in self.results:
+                self.results[item.case] = CaseResult("correctness", case.label, case.to_dict(), None,
+                                                     f"skipped by the task's own test: {expected.skipped}")
+                verdict.cases.append(self.results[item.case])
             return
-        item = dict(item, poison_sizes=[m.nbytes for m in expected.meta])
+        item = dataclasses.replace(item, poison_sizes=[m.nbytes for m in expected.meta])
         # its reply carries the same outputs: no larger than the reference's call for
-        self.cand.max_reply_bytes = candidate_reply_limit(sum(item["poison_sizes"]), self.worker.reply_limit)
+        self.cand.max_reply_bytes = candidate_reply_limit(sum(item.poison_sizes), self.worker.reply_limit)
         mark = time.monotonic()
         limit, note = running_limit(self.opts, self._timeout(), getattr(expected, "run_s", None))
-        got = ask(self.cand, {"op": "run", "items": [item], "gpu_lock": self.worker.share_gpu},
+        got = ask(self.cand, RunRequest(items=[item], gpu_lock=self.worker.share_gpu),
                   limit, f"running {label}", stage, cap=self._timeout(), note=note)
         cand_s, mark = time.monotonic() - mark, time.monotonic()
         if self.n == 0:
@@ -159,12 +161,12 @@ class CorrectnessStage:
         problem = self._problem(j, label, stage, expected, got)
         trace(self.task.name, f"{label}: reference {ref_s:.2f} s (waited for), candidate {cand_s:.2f} s, "
                               f"checks {time.monotonic() - mark:.2f} s{'' if problem is None else ', FAILED'}")
-        result = self.results.get(item["case"])
+        result = self.results.get(item.case)
         if result is None:
-            result = self.results[item["case"]] = CaseResult("correctness", case.label, case.to_dict(), True,
+            result = self.results[item.case] = CaseResult("correctness", case.label, case.to_dict(), True,
                                                              launches=0, seconds=0.0)
             verdict.cases.append(result)
-        result.seeds.append(item["seed"])
+        result.seeds.append(item.seed)
         result.launches += got.launches
         result.seconds = round(result.seconds + got.seconds, 6)
         self.n += 1
@@ -331,17 +333,17 @@ def check_spot(task, label: str, expected, got) -> None:
         raise CaseFailed("performance", f"{label}: at perf size, {problem[0]}", kind=problem[2])
 
 
-def check_perf_cases(worker, j: Judging) -> dict[int, float | None]:
+def check_perf_cases(worker: CheckingWorker, j: Judging) -> dict[int, float | None]:
     """Check every perf case that will be timed at sampled output positions. Returns {perf case
     index: seconds the check took, or None when it ran out of memory and must be checked under
     the exclusive lock}; cases that are not timed are recorded with the reason."""
     task, opts, verdict = j.task, j.opts, j.verdict
     checked: dict[int, float | None] = {}
-    timed = perf_subset(len(task.perf_cases), opts.get("max_perf_cases"))
+    timed = perf_subset(len(task.perf_cases), opts.max_perf_cases)
     for pi, case in enumerate(task.perf_cases):
         if pi not in timed:
             verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None,
-                                            f"not timed: at most {opts['max_perf_cases']} perf cases per task"))
+                                            f"not timed: at most {opts.max_perf_cases} perf cases per task"))
             continue
         if worker.device == "cpu" and case.dtype in INTERPRETER_UNSUPPORTED:
             verdict.cases.append(CaseResult("performance", case.label, case.to_dict(), None, INTERPRETER_SKIP))
@@ -363,7 +365,7 @@ def check_perf_cases(worker, j: Judging) -> dict[int, float | None]:
     return checked
 
 
-def spot_check(worker, j: Judging, pi: int) -> None:
+def spot_check(worker: CheckingWorker, j: Judging, pi: int) -> None:
     """One perf case computed by both sides and compared at sampled positions. A foreign
     reference is probed for outputs it leaves undefined only when the first comparison fails:
     probing runs it twice more at perf size, and a suite's references are mostly well behaved
@@ -372,19 +374,18 @@ def spot_check(worker, j: Judging, pi: int) -> None:
     task, opts = j.task, j.opts
     label = f"perf case {task.perf_cases[pi].label}"
     seed = j.perf_seed(pi)
-    timeout = opts["perf_timeout"]
+    timeout = opts.perf_timeout
 
     def reference(probe: bool) -> ReferenceSpot:
-        expected = ask(j.ref, {"op": "spot", "case": pi, "seed": seed, "samples": opts["spot_samples"],
-                               "probe": probe, "gpu_lock": worker.share_gpu},
-                       timeout, f"computing {label}", "performance")
+        request = SpotRequest(case=pi, seed=seed, samples=opts.spot_samples, probe=probe, gpu_lock=worker.share_gpu)
+        expected = ask(j.ref, request, timeout, f"computing {label}", "performance")
         if isinstance(expected, Skipped):
             raise CaseSkipped(expected.skipped)
         j.take_probe_report(expected.probe_failed, expected.undefined_counts is not None,
                             sum(expected.undefined_counts or []), label)
         return expected
 
-    probing = bool(opts.get("probe", True)) and task.reference_impl is not None
+    probing = j.probe and task.reference_impl is not None
     mark = time.monotonic()
     expected = reference(False)
     ref_s, mark = time.monotonic() - mark, time.monotonic()
@@ -394,10 +395,9 @@ def spot_check(worker, j: Judging, pi: int) -> None:
     # A candidate that hangs only at perf size is stopped as at the test sizes: its running limit
     # scales from the reference's running time on this same case, not the stage's whole cap.
     limit, note = running_limit(opts, timeout, j.ref.last_run_s)
-    got = ask(j.cand, {"op": "spot", "case": pi, "seed": seed, "positions": expected.positions,
-                       "poison_sizes": [m.nbytes for m in expected.native_meta],
-                       "gpu_lock": worker.share_gpu},
-              limit, f"running {label}", "performance", cap=timeout, note=note)
+    request = SpotRequest(case=pi, seed=seed, positions=expected.positions,
+                          poison_sizes=[m.nbytes for m in expected.native_meta], gpu_lock=worker.share_gpu)
+    got = ask(j.cand, request, limit, f"running {label}", "performance", cap=timeout, note=note)
     j.spot_tuned[pi] = dict(got.tuned)
     trace(task.name, f"{label} at perf size: reference {ref_s:.2f} s, candidate {time.monotonic() - mark:.2f} s")
     try:
@@ -412,7 +412,7 @@ def spot_check(worker, j: Judging, pi: int) -> None:
     j.perf_bytes[pi] = sum(m.nbytes for m in expected.native_meta)
 
 
-def check_timed_configuration(worker, j: Judging, pi: int) -> None:
+def check_timed_configuration(worker: CheckingWorker, j: Judging, pi: int) -> None:
     """The perf-size check of case `pi` again, with the configurations the candidate's
     autotuners picked alone for timing. Alone as well if it runs out of memory next to others."""
     def check() -> None:
@@ -430,5 +430,5 @@ def check_timed_configuration(worker, j: Judging, pi: int) -> None:
     except (CaseFailed, JudgeError) as exc:
         if not retry_alone(exc, worker.exclusive_held):
             raise
-        with worker.exclusive(j.task.name), worker.alone_with(j.cand, j.opts):
+        with worker.exclusive(j.task.name), worker.alone_with(j.children()[1], j.opts):
             check()

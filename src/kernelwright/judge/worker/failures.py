@@ -14,17 +14,19 @@ from typing import Any
 
 from ..common.footprint import PROBLEM_TOO_LARGE_TYPE
 from ..common.messages import ErrorReply, MessageError, parse_reply
-from ..common.verdict import filter_traceback
+from ..common.requests import Request
+from ..common.verdict import FailureKind, filter_traceback
 from .child_process import ChildFailure
 
 
 class CaseFailed(Exception):
-    """The candidate failed `stage`; `kind` is the verdict.FailureKind value that says how."""
+    """The candidate failed `stage`; `kind` is the FailureKind that says how (given as one or its
+    value; an unknown value raises here, where the failure is raised, as the judge's own bug)."""
 
     def __init__(self, stage: str, reason: str, detail: str = "", log_tail: str = "", kind: str = "") -> None:
         super().__init__(reason)
         self.stage, self.reason, self.detail, self.log_tail = stage, reason, detail, log_tail
-        self.kind = kind or "runtime_error"
+        self.kind = FailureKind(kind or FailureKind.RUNTIME_ERROR)
 
 
 class CaseSkipped(Exception):
@@ -40,11 +42,11 @@ class CaseNotOfTask(CaseSkipped):
 class JudgeError(Exception):
     """The judge cannot decide (for instance the task's own reference fails). `kind` is the
     FailureKind of the reference's own failure where its reply said (out_of_memory: judged again
-    with the GPU to itself), else ""."""
+    with the GPU to itself), else None."""
 
     def __init__(self, reason: str, kind: str = "") -> None:
         super().__init__(reason)
-        self.kind = kind
+        self.kind = FailureKind(kind) if kind else None
 
 
 class ProbeFailed(Exception):
@@ -52,7 +54,7 @@ class ProbeFailed(Exception):
     without probes."""
 
 
-def judge_alone_after(kind: str) -> bool:
+def judge_alone_after(kind: str | None) -> bool:
     """The retry policy: whether a failure of this FailureKind is tried again with the GPU to this
     worker alone. Other workers' processes hold GPU memory while checks share the GPU, so running
     out of memory next to them says nothing of the candidate (a real excess fails again, alone).
@@ -160,15 +162,15 @@ def child_failure(child, stage: str, doing: str, error: str, kind: str,
     return CaseFailed(stage, reason, detail=detail, log_tail=log_tail, kind=failure)
 
 
-def ask(child, msg: dict, timeout: float, doing: str, stage: str, cap: float | None = None, note: str = ""):
+def ask(child, request: Request, timeout: float, doing: str, stage: str, cap: float | None = None, note: str = ""):
     """Send one request and return the typed reply. A failing candidate becomes a `CaseFailed` for
     `stage`; a failing reference becomes a `JudgeError` (not the candidate's fault). `timeout` is
     running time (compiling is bounded apart); `cap` and `note`: see `ChildProcess.recv`."""
     try:
-        raw = child.request(msg, timeout, doing, cap, note)
+        raw = child.request(request, timeout, doing, cap, note)
     except ChildFailure as exc:
         raise child_failure(child, stage, doing, exc.reason, exc.kind, log_tail=exc.log_tail) from None
-    return parsed(child, raw, msg["op"], doing, stage)
+    return parsed(child, raw, request.op, doing, stage)
 
 
 def parsed(child, raw: Any, op: str, doing: str, stage: str):

@@ -33,6 +33,7 @@ from typing import Callable
 from ..common import procs
 from ..common.lockholders import gpu_lock_holders
 from .failures import CaseFailed
+from .interfaces import GuardedWorker
 
 # A hold must be seen twice this far apart: a child's watcher thread may test the turnstile for an
 # instant just as its hold ends (`SharedHold._watch`), which is no hold.
@@ -78,7 +79,7 @@ def lock_held_failure(stage: str, pids: list[int], when: str) -> CaseFailed:
                              "every other worker's timing waiting", kind="gpu_lock_held")
 
 
-def guard(worker, j) -> Callable[[str], None]:
+def guard(worker: GuardedWorker, j) -> Callable[[str], None]:
     """For the verdict `j` of `worker`: a check that raises the candidate's `gpu_lock_held`
     failure when its tree holds the GPU lock; `when` says where it was found."""
     def check(when: str) -> None:
@@ -93,7 +94,7 @@ def guard(worker, j) -> Callable[[str], None]:
     return check
 
 
-def install(worker, j) -> Callable[[str], None]:
+def install(worker: GuardedWorker, j) -> Callable[[str], None]:
     """Set the `guard` of verdict `j` on its two children, and return it (`uninstall` takes it off:
     the reference outlives the verdict). Not before the candidate's requests while the worker
     holds the GPU exclusively (`worker.exclusive_held`): the lock is the worker's then (a turnstile

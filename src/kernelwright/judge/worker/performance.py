@@ -11,9 +11,18 @@ import time
 
 from ..common import procs
 from ..common.hardware import roofline_ms, spec_for
+from ..common.requests import (
+    GapsRequest,
+    PerfPrepareRequest,
+    PerfReleaseRequest,
+    Request,
+    RetuneRequest,
+    TimeBlockRequest,
+)
 from ..common.verdict import CaseResult
 from .correctness import check_timed_configuration, spot_check
 from .failures import ask, child_failure
+from .interfaces import TimingWorker
 from .state import Judging
 from .stats import aggregate, case_timing
 from .timing import (
@@ -46,11 +55,12 @@ from .timing import (
 STAGE = "performance"
 
 
-def run_performance(worker, j: Judging, checked: dict[int, float | None]) -> None:
+def run_performance(worker: TimingWorker, j: Judging, checked: dict[int, float | None]) -> None:
     """Time the checked perf cases: reference and candidate blocks interleaved, exclusive GPU."""
 
-    task, opts, verdict, ref, cand = j.task, j.opts, j.verdict, j.ref, j.cand
-    timeout = opts["perf_timeout"]
+    task, opts, verdict = j.task, j.opts, j.verdict
+    ref, cand = j.children()
+    timeout = opts.perf_timeout
     spec = spec_for(worker.info.get("name"))
     flush = flush_bytes(worker.device, int(worker.info.get("l2_bytes") or 0))
     timings = []
@@ -60,7 +70,7 @@ def run_performance(worker, j: Judging, checked: dict[int, float | None]) -> Non
         # one (the writer waits for all readers in flight), and throughput fell by half.
         with worker.timing_turn(verdict), worker.alone_with(cand, opts):
             # autotuning choices made next to other workers are dropped: tuned again, alone
-            retuned = {who: ask(side, {"op": "retune"}, timeout, "resetting autotuners", STAGE).autotuners
+            retuned = {who: ask(side, RetuneRequest(), timeout, "resetting autotuners", STAGE).autotuners
                        for who, side in (("ref", ref), ("cand", cand))}
             for pi in timing_order(j.perf_bytes, checked):
                 CaseTimer(worker, j, pi, flush, retuned).run(checked, timings, spec)
@@ -76,7 +86,7 @@ def run_performance(worker, j: Judging, checked: dict[int, float | None]) -> Non
     perf = sorted((c for c in verdict.cases if c.kind == "performance"), key=lambda c: order.get(c.label, 0))
     verdict.cases = [c for c in verdict.cases if c.kind != "performance"] + perf
     if timings:
-        agg = aggregate(timings, opts["resolution"])
+        agg = aggregate(timings, opts.resolution)
         verdict.speedup, verdict.speedup_geomean = agg.speedup, agg.geomean
         verdict.speedup_ci95 = [agg.ci_low, agg.ci_high]
 
@@ -85,21 +95,22 @@ class CaseTimer:
     """Warm up and time one perf case (the caller holds the GPU exclusively). `run` goes through
     the steps in order; each step leaves what it measured on the timer for the case's record."""
 
-    def __init__(self, worker, j: Judging, pi: int, flush: int, retuned: dict) -> None:
+    def __init__(self, worker: TimingWorker, j: Judging, pi: int, flush: int, retuned: dict) -> None:
         self.worker, self.j, self.pi, self.retuned = worker, j, pi, retuned
-        self.opts, self.ref, self.cand = j.opts, j.ref, j.cand
-        self.timeout = self.opts["perf_timeout"]
+        self.opts = j.opts
+        self.ref, self.cand = j.children()
+        self.timeout = self.opts.perf_timeout
         self.case = j.task.perf_cases[pi]
         self.label = f"perf case {self.case.label}"
         self.seed = j.perf_seed(pi)
-        self.seeds = [self.seed + k for k in range(self.opts["perf_input_sets"])]
-        self.prep_msg = {"op": "perf_prepare", "case": pi, "seeds": self.seeds, "flush_bytes": flush,
-                         "warmup_ms": self.opts["warmup_ms"]}
+        self.seeds = [self.seed + k for k in range(self.opts.perf_input_sets)]
+        self.prep_request = PerfPrepareRequest(case=pi, seeds=self.seeds, flush_bytes=flush,
+                                               warmup_ms=self.opts.warmup_ms)
         self.child_s: dict[str, float] = {}  # the children's own phase seconds
         self.walls: dict[str, list[tuple[float, float]]] = {}  # side -> (wall ms, reported ms) per block
 
-    def _ask(self, side, msg: dict, doing: str):
-        return ask(side, msg, self.timeout, doing, STAGE)
+    def _ask(self, side, request: Request, doing: str):
+        return ask(side, request, self.timeout, doing, STAGE)
 
     def run(self, checked: dict[int, float | None], timings: list, spec) -> None:
 
@@ -120,10 +131,10 @@ class CaseTimer:
         ref_blocks, cand_blocks = self._time_rounds()
         marks.append(time.monotonic())
         for side in (self.ref, self.cand):
-            self._ask(side, {"op": "perf_release"}, "releasing perf inputs")
+            self._ask(side, PerfReleaseRequest(), "releasing perf inputs")
         marks.append(time.monotonic())
 
-        timing = case_timing(ref_blocks, cand_blocks, self.opts["resolution"])
+        timing = case_timing(ref_blocks, cand_blocks, self.opts.resolution)
         timings.append(timing)
         result = self._result(timing, marks)
         self.j.verdict.cases.append(result)
@@ -131,19 +142,19 @@ class CaseTimer:
         if spec is not None and self.j.task.cost is not None:
             bound = roofline_ms(spec, self.j.task.cost(self.case), self.case.dtype)
             result.roofline_ms = bound
-            check_roofline(result, self.label, timing.cand_ms, bound, self.opts["roofline_slack"], spec.name)
+            check_roofline(result, self.label, timing.cand_ms, bound, self.opts.roofline_slack, spec.name)
 
     def _warm_up(self) -> None:
         """Both sides warmed up, the candidate first; while the reference warms up the candidate
         has no request, and whatever CPU its processes use meanwhile is work it left running
         after its calls (threads, subprocesses)."""
         cand = self.cand
-        self.cand_prep = self._ask(cand, self.prep_msg, f"warming up on {self.label}")
+        self.cand_prep = self._ask(cand, self.prep_request, f"warming up on {self.label}")
         if self.cand_prep.patched:
             raise patched_failure(self.label, self.cand_prep.patched)
         tree = self.worker.candidate_tree(cand)
         cpu_before, idle_from = procs.cpu_seconds(tree), time.monotonic()
-        self.ref_prep = self._ask(self.ref, self.prep_msg, f"warming up on {self.label}")
+        self.ref_prep = self._ask(self.ref, self.prep_request, f"warming up on {self.label}")
         first_case = not any(c.kind == "performance" and c.timing for c in self.j.verdict.cases)
         wait = idle_wait_s(first_case, time.monotonic() - idle_from)
         if wait > 0:
@@ -159,9 +170,9 @@ class CaseTimer:
         """How many calls a block holds, and over how many input sets (`timing.block_plan`)."""
         opts, ref_prep, cand_prep = self.opts, self.ref_prep, self.cand_prep
         est = call_estimate_ms(ref_prep.est_ms, cand_prep.est_ms, ref_prep.flush_ms, self.pad_ms)
-        self.sets = input_sets(opts["perf_input_sets"], ref_prep.sets, cand_prep.sets)
-        self.n, self.slow = block_plan(est, self.sets, opts["block_ms"], opts["min_calls_per_block"],
-                                       opts["max_calls_per_block"])
+        self.sets = input_sets(opts.perf_input_sets, ref_prep.sets, cand_prep.sets)
+        self.n, self.slow = block_plan(est, self.sets, opts.block_ms, opts.min_calls_per_block,
+                                       opts.max_calls_per_block)
 
     def _escape_gaps(self) -> None:
         """The device work each side left running after its timed stream, measured again while
@@ -170,14 +181,14 @@ class CaseTimer:
         work is there every time, jitter is not: measure again, interleaved, and keep each side's
         cleanest reading."""
         ref_prep, cand_prep = self.ref_prep, self.cand_prep
-        gap_limit = gap_limit_ms(self.opts["escape_ms"], cand_prep.est_ms)
+        gap_limit = gap_limit_ms(self.opts.escape_ms, cand_prep.est_ms)
         ref_gap, cand_gap = ref_prep.gap_ms, cand_prep.gap_ms
         tries = gap_tries(ref_prep.est_ms, cand_prep.est_ms)
         for _ in range(tries):
             if cand_gap - ref_gap <= gap_limit:
                 break
-            ref_gap = min(ref_gap, self._ask(self.ref, {"op": "gaps", "n": 5}, self.label).gap_ms)
-            cand_gap = min(cand_gap, self._ask(self.cand, {"op": "gaps", "n": 5}, self.label).gap_ms)
+            ref_gap = min(ref_gap, self._ask(self.ref, GapsRequest(n=5), self.label).gap_ms)
+            cand_gap = min(cand_gap, self._ask(self.cand, GapsRequest(n=5), self.label).gap_ms)
         check_escape_gap(self.label, cand_gap - ref_gap, gap_limit, gap_readings(cand_prep.slow, tries))
         self.ref_gap, self.cand_gap = ref_gap, cand_gap
 
@@ -201,7 +212,7 @@ class CaseTimer:
                 break
             if decision == "forged":
                 reported = sum(r for _, r in self.walls["cand"])
-                raise timing_mismatch(self.label, self.excess, self.slack, reported, self.opts["perf_blocks"])
+                raise timing_mismatch(self.label, self.excess, self.slack, reported, self.opts.perf_blocks)
             rounds += 1
         self.rounds = rounds
         return ref_blocks, cand_blocks
@@ -212,9 +223,9 @@ class CaseTimer:
         ref_blocks: list = []
         cand_blocks: list = []
         self.walls.clear()
-        for b in range(self.opts["perf_blocks"]):
+        for b in range(self.opts.perf_blocks):
             order = [(ref, ref_blocks, cand), (cand, cand_blocks, ref)]
-            seed = replace_seed(self.seed, round_no, self.opts["perf_blocks"], b)
+            seed = replace_seed(self.seed, round_no, self.opts.perf_blocks, b)
             for side, blocks, other in (order if reference_first(b) else order[::-1]):
                 block, wall_ms = self._time_block(side, other, b, seed)
                 self.walls.setdefault("cand" if side is cand else "ref", []).append((wall_ms, sum(block.times_ms)))
@@ -230,8 +241,8 @@ class CaseTimer:
         stopped = self.worker.pause_candidate(other) if other is cand else other.pause()
         try:
             asked = time.monotonic()
-            block = self._ask(side, {"op": "time_block", "n": n, "replace_seed": seed, "pad_ms": self.pad_ms,
-                                     "only_set": b if self.slow else None}, f"timing {self.label}")
+            request = TimeBlockRequest(n=n, replace_seed=seed, pad_ms=self.pad_ms, only_set=b if self.slow else None)
+            block = self._ask(side, request, f"timing {self.label}")
             # from the request written: whatever the worker does before it (the look at the lock
             # table before a candidate's request outside the timing turn, `lockguard`) is never the
             # candidate's time; `asked` for a child that records no `sent_at`
@@ -253,7 +264,7 @@ class CaseTimer:
         return CaseResult("performance", self.case.label, self.case.to_dict(), True, seeds=self.seeds,
                           seconds=round(marks[-1] - marks[0], 4), ref_ms=timing.ref_ms, cand_ms=timing.cand_ms,
                           speedup=timing.speedup, ci95=[timing.ci_low, timing.ci_high],
-                          timing={"calls_per_block": self.n, "blocks": opts["perf_blocks"], "input_sets": self.sets,
+                          timing={"calls_per_block": self.n, "blocks": opts.perf_blocks, "input_sets": self.sets,
                                   "one_set_per_block": self.slow,
                                   "ref_block_ms": timing.ref_block_ms, "cand_block_ms": timing.cand_block_ms,
                                   "escape_gap_ms": {"ref": self.ref_gap, "cand": self.cand_gap},

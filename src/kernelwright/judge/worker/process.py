@@ -10,8 +10,9 @@ exit) becomes a verdict with a reason; the child's whole process group is then k
 
 This module owns the processes (forking children, the spares, the reference kept per task, the
 strays), the GPU lock as this worker holds it (shared by its children's checks, exclusive for a
-timing turn), and the verdict's beginning and end (`Judging`). The stages are `correctness`,
-`spotcheck` and `performance`; the pipe to a child is `channel`; failures and the retry policy
+timing turn), and the verdict's beginning and end (`Judging`). The stages are `correctness` (the
+perf-size checks included) and `performance`, each handed this worker as the narrow interface
+it uses (`interfaces`); the pipe to a child is `child_process`; failures and the retry policy
 are `failures`.
 
 Started by the coordinator (`pool.py`) as `python -m kernelwright.judge.worker.process --fd N --device D`.
@@ -29,7 +30,7 @@ import tempfile
 import threading
 import time
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Iterator
 
 from ...tasks import load_task_ref
 from ...tasks.files import CACHE_ROOT_ENV, cache_root, ref_files
@@ -38,7 +39,18 @@ from ..common.footprint import proc_status_bytes
 from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock, ensure_lock_files
 from ..common.knobs import TRACE, trace
 from ..common.messages import ErrorReply, MemoryReport, MessageError, parse_reply
-from ..common.verdict import Verdict, submitted_path
+from ..common.options import ChildOptions, JudgeOptions, WorkerOptions
+from ..common.requests import (
+    WORKER_REQUESTS,
+    ExitRequest,
+    JudgeRequest,
+    LoadRequest,
+    MemoryFractionRequest,
+    MemoryRequest,
+    SyncRequest,
+    parse_request,
+)
+from ..common.verdict import FailureKind, Verdict, submitted_path
 from ..sandbox.confinement import ChildSandbox, base_policy, candidate_data_limit, keep_source_path, process_limit
 from . import lockguard
 from .child_process import ChildFailure, ChildProcess
@@ -54,9 +66,9 @@ HEARTBEAT_S = 1.0  # while judging, a sign of life to the coordinator this often
 
 
 class Worker:
-    def __init__(self, device: str, options: dict | None = None) -> None:
+    def __init__(self, device: str, options: WorkerOptions | None = None) -> None:
         self.device = device
-        self.options = options or {}
+        self.options = options or WorkerOptions()
         self.spare: ChildProcess | None = None
         # A reference process forked ahead too: starting one (fork, CUDA context) was part of the
         # ~1.8 s per task that TritonBench-revised spent loading references.
@@ -90,10 +102,10 @@ class Worker:
         step aside at no launch and sync before no compile; its timing turns still take the lock
         exclusively (uncontended: one flock per task), so another run's checks on the same GPU
         still wait for them."""
-        return int(self.options.get("gpu_workers", 2)) > 1 and not self.exclusive_held
+        return self.options.gpu_workers > 1 and not self.exclusive_held
 
     @contextlib.contextmanager
-    def exclusive(self, task_name: str):
+    def exclusive(self, task_name: str) -> Iterator[tuple[float, float]]:
         """Hold this GPU exclusively for the block (a no-op when already held); yields (seconds
         spent waiting for it, of which at the turnstile draining readers in flight). A long drain
         is traced with the processes it waits for (KERNELWRIGHT_TRACE=1). During a verdict the wait
@@ -132,7 +144,7 @@ class Worker:
         return check
 
     @contextlib.contextmanager
-    def timing_turn(self, verdict):
+    def timing_turn(self, verdict: Verdict) -> Iterator[None]:
         """`exclusive`, with the wait added to the verdict's `wait_exclusive` and the time held to
         `performance`."""
         with self.exclusive(verdict.task) as (waited, drained):
@@ -148,16 +160,16 @@ class Worker:
                 trace(verdict.task, f"timing turn: waited {waited:.2f} s ({drained:.2f} s draining others' "
                                     f"checks), held the GPU {time.monotonic() - got:.2f} s")
 
-    def candidate_memory_cap(self, cand: ChildProcess, fraction: float, opts, stage: str) -> None:
+    def candidate_memory_cap(self, cand: ChildProcess, fraction: float, opts: JudgeOptions, stage: str) -> None:
         """Set the candidate's GPU memory cap (1.0: the whole GPU). The cap keeps a runaway candidate from
         starving the other workers' processes; while this worker has the GPU alone it only failed
         legitimate large shapes (two 8 GiB tensors of fast_rope_embedding, cloned per block). On
         the CPU the child only acknowledges it."""
-        ask(cand, {"op": "memory_fraction", "fraction": fraction},
-            opts["perf_timeout"], "setting the candidate's memory cap", stage)
+        ask(cand, MemoryFractionRequest(fraction=fraction), opts.perf_timeout, "setting the candidate's memory cap",
+            stage)
 
     @contextlib.contextmanager
-    def alone_with(self, cand: ChildProcess, opts):
+    def alone_with(self, cand: ChildProcess, opts: JudgeOptions) -> Iterator[None]:
         """The candidate's memory cap lifted for the block (the caller holds the GPU exclusively)."""
         self.candidate_memory_cap(cand, 1.0, opts, "performance")
         try:
@@ -182,21 +194,19 @@ class Worker:
     @property
     def _memory_fraction(self) -> float:
         """The share of GPU memory a candidate process may take while the GPU is shared."""
-        return self.options.get("memory_fraction", 0.45)
+        return self.options.memory_fraction
 
-    def _child_options(self, role: str) -> dict:
-        return {"memory_fraction": self._memory_fraction if role == "candidate" else None,
-                "max_reply_bytes": self.reply_limit if role == "reference" else None,
-                "cpu_threads": self.options.get("cpu_threads", 1),
-                "max_file_bytes": 64 << 20,
-                "triton_cache": self.caches.get(role),
-                "sandbox": self._sandbox(role)}
+    def _child_options(self, role: str) -> ChildOptions:
+        return ChildOptions(memory_fraction=self._memory_fraction if role == "candidate" else None,
+                            max_reply_bytes=self.reply_limit if role == "reference" else None,
+                            cpu_threads=self.options.cpu_threads, triton_cache=self.caches.get(role),
+                            sandbox=self._sandbox(role))
 
     def _sandbox(self, role: str) -> ChildSandbox:
         """A child's confinement (`sandbox.confinement`): its own scratch directory, its side's
         Triton cache and this GPU's lock files writable, the tasks' files readable; a candidate
         also gets an empty network namespace and a memory limit. Off without a scratch root."""
-        level, root = self.options.get("sandbox", "off"), self.options.get("scratch_root")
+        level, root = self.options.sandbox, self.options.scratch_root
         if level == "off" or not root or not os.path.isdir(root):
             return ChildSandbox(level="off")
         if self.base_policy is None:
@@ -209,11 +219,11 @@ class Worker:
         return ChildSandbox(level=level, scratch=scratch, write=tuple(write), read=self.task_files,
                             netns=candidate, data_bytes=candidate_data_limit() if candidate else None,
                             nproc=process_limit(), base=self.base_policy,
-                            max_written_bytes=int(self.options.get("max_written_bytes", 2 << 30)))
+                            max_written_bytes=int(self.options.max_written_bytes))
 
     def _admit(self, task) -> None:
         """Let this worker's children read `task`'s files; spares forked without them go."""
-        if self.options.get("sandbox", "off") == "off":
+        if self.options.sandbox == "off":
             return
         files = [f for f in ref_files(task.ref) if f not in self.task_files]
         if not files:
@@ -233,7 +243,7 @@ class Worker:
         own by accident or by following its environment (one that searches the disk can still
         find it: same user). Shared by the children of one side of this worker, so the driver's
         helper module and launchers are built once per worker."""
-        root = self.options.get("cache_root")
+        root = self.options.cache_root
         if root and os.path.isdir(root):
             self.caches = {role: tempfile.mkdtemp(prefix=f"w{os.getpid()}-{role}-", dir=root)
                            for role in ("reference", "candidate")}
@@ -244,12 +254,12 @@ class Worker:
         # the children's temporary directory is their scratch: the suites' cache stays this one
         os.environ.setdefault(CACHE_ROOT_ENV, str(cache_root()))
         self.spare = self._fork("candidate", None)
-        self.info = self.spare.ready(self.options.get("start_timeout", 300))
+        self.info = self.spare.ready(self.options.start_timeout)
 
         self.rss_start = proc_status_bytes().get("VmRSS", 0)  # before any task (measure_memory)
         return self.info
 
-    def _candidate_child(self, task, opts: dict) -> ChildProcess:
+    def _candidate_child(self, task, opts: JudgeOptions) -> ChildProcess:
         child = self.spare
         self.spare = None
         if child is None or not child.alive:
@@ -259,12 +269,12 @@ class Worker:
         return child
 
     @staticmethod
-    def _apply_limits(child: ChildProcess, opts: dict) -> None:
+    def _apply_limits(child: ChildProcess, opts: JudgeOptions) -> None:
         """This verdict's compile limit and tuning allowance (JudgeOptions) on `child`'s clock."""
-        child.compile_timeout = float(opts.get("compile_timeout", ChildProcess.compile_timeout))
-        child.tune_config_s = float(opts.get("tune_config_s", ChildProcess.tune_config_s))
+        child.compile_timeout = float(opts.compile_timeout)
+        child.tune_config_s = float(opts.tune_config_s)
 
-    def _reference_child(self, task, baseline_path: str | None, opts: dict) -> ChildProcess:
+    def _reference_child(self, task, baseline_path: str | None, opts: JudgeOptions) -> ChildProcess:
         key = (task.ref, baseline_path)
         child = self.references.get(key)
         if child is not None and child.alive:
@@ -276,7 +286,7 @@ class Worker:
             child = self._fork("reference", task)
         child.task = task
         self._apply_limits(child, opts)
-        self._load_reference(child, task, baseline_path, opts["load_timeout"])
+        self._load_reference(child, task, baseline_path, opts.load_timeout)
         self.references[key] = child
         return child
 
@@ -285,9 +295,8 @@ class Worker:
         try:
             child.ready(timeout)
             # foreign reference code may touch the GPU at import: loaded under the shared lock
-            reply = parse_reply(child.request({"op": "load", "task_ref": task.ref, "baseline_path": baseline_path,
-                                               "gpu_lock": self.share_gpu},
-                                              timeout, "loading the reference"), "load", "reference")
+            load = LoadRequest(task_ref=task.ref, baseline_path=baseline_path, gpu_lock=self.share_gpu)
+            reply = parse_reply(child.request(load, timeout, "loading the reference"), "load", "reference")
         except ChildFailure as exc:
             raise JudgeError(f"the reference process failed: {exc.reason}\n{exc.log_tail}") from None
         except MessageError as exc:
@@ -360,12 +369,11 @@ class Worker:
         cand.resume()
 
     # -- the cascade ------------------------------------------------------------------------
-    def judge(self, request: dict) -> dict:
-
-        task = load_task_ref(request["task_ref"])
+    def judge(self, request: JudgeRequest) -> dict:
+        task = load_task_ref(request.task_ref)
         self._admit(task)
         started = time.monotonic()
-        trace(task.name, f"judging {request['candidate_path']}")
+        trace(task.name, f"judging {request.candidate_path}")
         result = self._judge_probing(task, request)
         if self.device != "cpu" and self.judging.ran_out_of_memory:
             # Other workers' processes hold GPU memory while checks share the GPU: a task that ran
@@ -380,7 +388,7 @@ class Worker:
         trace(task.name, f"verdict {result.get('stage')} after {time.monotonic() - started:.1f} s")
         return result
 
-    def _judge_probing(self, task, request: dict) -> dict:
+    def _judge_probing(self, task, request: JudgeRequest) -> dict:
         try:
             return self._judge(task, request)
         except ProbeFailed as exc:
@@ -388,12 +396,13 @@ class Worker:
             self._close_references()  # its CUDA context may be broken
             return self._judge(task, request)
 
-    def _judge(self, task, request: dict) -> dict:
-        opts = dict(request["options"], probe=task.ref not in self.no_probe)
-        verdict = Verdict(task=task.name, candidate=request["candidate_path"], stage="call", call=False,
-                          correct=False, reason="", device=dict(self.info), seeds=list(request["seeds"]),
-                          baseline=opts.get("baseline", "torch"))
-        j = self.judging = Judging(task, request, opts, verdict)
+    def _judge(self, task, request: JudgeRequest) -> dict:
+        opts = request.options
+        # (stage and kind are placeholders: every ending below sets both)
+        verdict = Verdict(task=task.name, candidate=request.candidate_path, stage="call", call=False,
+                          correct=False, reason="", device=dict(self.info), seeds=list(request.seeds),
+                          baseline=opts.baseline, kind=FailureKind.JUDGE_ERROR)
+        j = self.judging = Judging(task, opts, verdict, probe=task.ref not in self.no_probe)
         try:
             self._cascade(j)
             j.passed()
@@ -405,7 +414,7 @@ class Worker:
             # A probe can break the reference directly, or leave poisoned memory behind in its
             # allocator that a later, clean call reads (garbage indices): either way the task is
             # judged again in fresh processes, without probes.
-            if (j.probe_failures or j.probed) and opts.get("probe", True):
+            if (j.probe_failures or j.probed) and j.probe:
                 raise ProbeFailed(j.probe_failures[0] if j.probe_failures else
                                   f"after a probe: {str(exc).splitlines()[0][:300]}") from None
             j.judge_failed(exc)
@@ -420,13 +429,13 @@ class Worker:
         task, opts, verdict = j.task, j.opts, j.verdict
         if task.unsupported:
             raise JudgeError(f"task {task.name} cannot run on this platform: {task.unsupported}")
-        baseline_path = str(task.triton_reference) if opts.get("baseline") == "triton" else None
-        if opts.get("baseline") == "triton" and task.triton_reference is None:
+        baseline_path = str(task.triton_reference) if opts.baseline == "triton" else None
+        if opts.baseline == "triton" and task.triton_reference is None:
             raise JudgeError(f"task {task.name} has no Triton reference to use as the baseline")
         if task.ref in self.no_probe:
             verdict.flags.append("the reference failed on poisoned memory, so it was not probed for "
                                  f"outputs it leaves unwritten ({self.no_probe[task.ref]})")
-        measure = bool(opts.get("perf") and task.perf_cases)
+        measure = bool(opts.perf and task.perf_cases)
         # Load, call and correctness checks share the GPU with other workers: each child holds
         # the lock shared around its own GPU work, never while compiling (see gpulock).
         mark = time.monotonic()
@@ -444,7 +453,7 @@ class Worker:
             run_performance(self, j, checked)
         # Every reply read was the one due: a frame the candidate wrote on the channel itself and
         # left unread would answer this request instead.
-        ask(j.cand, {"op": "sync"}, opts["case_timeout"], "finishing", "performance" if measure else "correctness")
+        ask(j.cand, SyncRequest(), opts.case_timeout, "finishing", "performance" if measure else "correctness")
 
     def _finish(self, j: Judging) -> None:
         """The verdict's end, however it went: memory report, the candidate gone, spares forked
@@ -452,7 +461,7 @@ class Worker:
         verdict = j.verdict
         self.lock_guard = None
         lockguard.uninstall(j)
-        if j.opts.get("measure_memory"):
+        if j.opts.measure_memory:
             verdict.memory = self._memory_report(j.ref, j.cand, j.opts)
         if j.cand is not None:
             if not verdict.log_tail:
@@ -470,7 +479,7 @@ class Worker:
             trace(j.task.name, f"longest shared hold without a look for a timing turn: "
                                f"{j.longest_hold[0]:.2f} s ({j.longest_hold[1]})")
 
-    def _memory_report(self, ref: ChildProcess | None, cand: ChildProcess | None, opts) -> dict:
+    def _memory_report(self, ref: ChildProcess | None, cand: ChildProcess | None, opts: JudgeOptions) -> dict:
         """Peak memory of each process of this verdict (`JudgeOptions.measure_memory`): each
         child's own report (a child that died or failed to answer has none), and this worker's."""
 
@@ -479,7 +488,7 @@ class Worker:
             if child is None or not child.alive:
                 continue
             try:
-                reply = parse_reply(child.request({"op": "memory"}, opts["case_timeout"], "reporting its memory"),
+                reply = parse_reply(child.request(MemoryRequest(), opts.case_timeout, "reporting its memory"),
                                     "memory", child.role)
             except (ChildFailure, MessageError):
                 continue
@@ -507,8 +516,8 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(1)  # the worker only compares; children set their own thread count
     conn = Connection(args.fd)
-    first = conn.recv()
-    worker = Worker(args.device, first.get("options", {}))
+    first = conn.recv()  # the coordinator's first message: the worker's options (`WorkerHandle`)
+    worker = Worker(args.device, WorkerOptions.from_wire(first["options"]))
     try:
         info = worker.start()
         conn.send({"op": "ready", "ok": True, "info": info})
@@ -525,11 +534,14 @@ def main(argv: list[str] | None = None) -> None:
                 msg = conn.recv()
             except EOFError:
                 break
-            if msg.get("op") == "judge":
+            # (a malformed request is the coordinator's bug: raised, the worker ends, and the pool
+            # reports it lost while judging)
+            request = parse_request(msg, WORKER_REQUESTS)
+            if isinstance(request, JudgeRequest):
                 with beat.judging():
-                    verdict = worker.judge(msg)
-                beat.send({"op": "verdict", "id": msg.get("id"), "verdict": verdict})
-            elif msg.get("op") == "exit":
+                    verdict = worker.judge(request)
+                beat.send({"op": "verdict", "verdict": verdict})
+            elif isinstance(request, ExitRequest):
                 break
     finally:
         worker.shutdown()

@@ -1,4 +1,4 @@
-"""One verdict in the making (`Judging`): the task, the request and its options, the verdict being
+"""One verdict in the making (`Judging`): the task, the request's options, the verdict being
 filled in, the two children, and what the stages learn on the way (probe reports, perf-case
 sizes, the candidate's autotuner picks, its children's GPU-lock statistics). It lives for one
 call of `Worker._judge`; nothing of it outlasts its verdict.
@@ -10,7 +10,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..common.verdict import JUDGE_ERROR, PASSED, Verdict
+from ..common.options import JudgeOptions
+from ..common.verdict import JUDGE_ERROR, PASSED, FailureKind, Verdict
 from .child_process import ChildProcess
 from .failures import CaseFailed, JudgeError, judge_alone_after
 from .timing import perf_seed
@@ -19,9 +20,11 @@ from .timing import perf_seed
 @dataclass
 class Judging:
     task: Any
-    request: dict
-    opts: dict  # the request's options, with `probe` (the children's clocks read their limits here)
+    opts: JudgeOptions  # the request's (the children's clocks read their limits here)
     verdict: Verdict
+    # whether the task's (foreign) reference is probed for outputs it leaves undefined: not once
+    # it failed on poisoned memory (`Worker.no_probe`)
+    probe: bool = True
     ref: ChildProcess | None = None
     cand: ChildProcess | None = None
     probe_failures: list[str] = field(default_factory=list)
@@ -34,6 +37,12 @@ class Judging:
     # whether the verdict failed for want of memory, on either side (the failure's kind, from the
     # exception class a child reported: never the words of a reason)
     ran_out_of_memory: bool = False
+
+    def children(self) -> tuple[ChildProcess, ChildProcess]:
+        """(reference, candidate): the stages run once the cascade has loaded both."""
+        if self.ref is None or self.cand is None:
+            raise JudgeError("a stage ran before both children were loaded")  # (a judge bug)
+        return self.ref, self.cand
 
     def perf_seed(self, pi: int) -> int:
         return perf_seed(self.verdict.seeds[0], pi)
@@ -70,7 +79,7 @@ class Judging:
         if self.probe_failures:
             verdict.flags.append("the reference failed on poisoned memory, so it was not fully probed for "
                                  f"outputs it leaves unwritten ({self.probe_failures[0]})")
-        verdict.stage, verdict.reason, verdict.kind = PASSED, "passed", PASSED
+        verdict.stage, verdict.reason, verdict.kind = PASSED, "passed", FailureKind.PASSED
         if verdict.flags:
             verdict.reason = "passed with notes: " + "; ".join(verdict.flags)
 
@@ -85,15 +94,17 @@ class Judging:
     def judge_failed(self, exc: JudgeError) -> None:
         verdict = self.verdict
         self.ran_out_of_memory = judge_alone_after(exc.kind)
-        verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, str(exc).splitlines()[0], JUDGE_ERROR
-        if exc.kind == "problem_too_large":
-            verdict.kind = exc.kind
+        verdict.stage, verdict.reason = JUDGE_ERROR, str(exc).splitlines()[0]
+        # (the reference's own kind, an out_of_memory say, is what decides a retry, not the verdict's)
+        verdict.kind = (FailureKind.PROBLEM_TOO_LARGE if exc.kind == FailureKind.PROBLEM_TOO_LARGE
+                        else FailureKind.JUDGE_ERROR)
         verdict.detail = str(exc)
 
     def internal_error(self, exc: Exception) -> None:
         """A bug in the judge (called while `exc` is handled): the verdict says so, with the trace."""
         verdict = self.verdict
-        verdict.stage, verdict.reason, verdict.kind = JUDGE_ERROR, f"internal judge error: {exc!r}", JUDGE_ERROR
+        verdict.stage, verdict.reason = JUDGE_ERROR, f"internal judge error: {exc!r}"
+        verdict.kind = FailureKind.JUDGE_ERROR
         verdict.detail = traceback.format_exc()
 
     def record_lock_stats(self) -> None:
