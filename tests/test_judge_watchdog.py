@@ -19,6 +19,7 @@ import pytest
 
 from kernelwright.judge import JudgeOptions, JudgePool
 from kernelwright.judge.common import procs
+from kernelwright.judge.common.requests import JudgeRequest
 from kernelwright.judge.coordinator import workerhandle
 from kernelwright.judge.coordinator.workerhandle import WorkerHandle, WorkerLost
 from kernelwright.tasks import load_task_file
@@ -129,7 +130,7 @@ def fake_handle(how: str, tmp_path: Path, silence_s: float = 60.0) -> WorkerHand
     return handle
 
 
-REQUEST = {"op": "judge", "candidate_path": "/c.py"}
+REQUEST = JudgeRequest(task_ref="tiny_add", candidate_path="/c.py", seeds=[1], options=JudgeOptions())
 
 
 def test_heartbeats_keep_a_busy_worker_alive(tmp_path):
