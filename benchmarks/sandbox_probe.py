@@ -22,28 +22,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from kernelwright.judge.common import capabilities, isolation, landlock
+from kernelwright.judge.common import capabilities, isolation, landlock, procs
 from kernelwright.judge.sandbox import confinement
 
 
 def in_child(fn) -> dict:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            out = fn()
-        except BaseException as e:  # noqa: BLE001
-            out = {"error": repr(e)}
-        os.write(w, json.dumps(out).encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 65536):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    return json.loads(data) if data else {"error": "child died"}
+    ok, text = procs.in_fork(lambda: json.dumps(fn()))
+    return json.loads(text) if ok else {"error": text}
 
 
 def stats_us(samples: list[float]) -> dict:

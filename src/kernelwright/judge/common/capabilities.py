@@ -10,6 +10,7 @@ import platform
 import resource
 from dataclasses import asdict, dataclass, field
 
+from . import procs
 from .isolation import (
     _RLIMITS,
     CLONE_NEWNET,
@@ -62,25 +63,16 @@ class Capabilities:
 
 
 def _in_child(fn) -> tuple[bool, str]:
-    """Run fn() in a throwaway forked child; (ok, message)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            ok, msg = fn()
-        except BaseException as e:  # noqa: BLE001
-            ok, msg = False, repr(e)
-        os.write(w, (("1" if ok else "0") + (msg or ""))[:4000].encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 4096):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    text = data.decode(errors="replace")
-    return (text[:1] == "1", text[1:]) if text else (False, "child died")
+    """Run fn() -> (ok, message) in a throwaway forked child (what it tries may change the
+    process for good: namespaces, mounts); (ok, message)."""
+    def attempt() -> str:
+        ok, msg = fn()
+        return ("1" if ok else "0") + (msg or "")
+
+    done, text = procs.in_fork(attempt, limit=4000)
+    if not done:
+        return False, text
+    return text[:1] == "1", text[1:]
 
 
 def _try_unshare(flags: int, maps: bool) -> tuple[bool, str]:

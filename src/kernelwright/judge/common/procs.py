@@ -11,6 +11,7 @@ import ctypes
 import os
 import signal
 import time
+from typing import Callable
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -207,3 +208,26 @@ def kill_tree(pid: int, rounds: int = 10) -> list[int]:
     signal_all(frozen, signal.SIGKILL)
     kill_group(pid)
     return frozen
+
+
+def in_fork(fn: Callable[[], str], limit: int = 1 << 20) -> tuple[bool, str]:
+    """fn() run in a throwaway forked child, its text sent back through a pipe (at most `limit`
+    bytes): (True, text), or (False, why) when fn raised (its repr) or the child died first."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = "1" + fn()
+        except BaseException as exc:  # noqa: BLE001 - the child must never unwind into the caller
+            out = "0" + repr(exc)
+        os.write(w, out.encode(errors="replace")[:limit])
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    text = data.decode(errors="replace")
+    return (text[:1] == "1", text[1:]) if text else (False, "child died")
