@@ -225,11 +225,11 @@ def base_policy() -> landlock.Policy:
     return torch_policy(scratch="", shm=True)
 
 
-def _policy(box: ChildSandbox, read: tuple[str, ...]) -> landlock.Policy:
+def _policy(box: ChildSandbox) -> landlock.Policy:
     """The file size limit is the child's own (`procs.limit_file_size`, set before)."""
     base = box.base or base_policy()
     write = [p for p in (box.scratch, *box.write, *base.write) if p]
-    return replace(base, read=[*base.read, *read], write=write, netns=box.netns, nproc=box.nproc,
+    return replace(base, read=[*base.read, *box.read], write=write, netns=box.netns, nproc=box.nproc,
                    data=box.data_bytes, core=0)
 
 
@@ -261,13 +261,13 @@ def _record(level: str, applied: landlock.Applied) -> Record:
 
 
 def enter(box: ChildSandbox) -> Record:
-    """Confine this freshly forked child (first layer). Never raises: what did not take effect is
+    """Confine this freshly forked child, while it has one thread. Never raises: what did not take effect is
     in the record, which the child sends its worker with its description."""
     if not box.on:
         return Record(level="off", summary="sandbox off: this child is not confined")
     started = time.perf_counter()
     use_scratch(box.scratch)
-    record = _record(box.level, landlock.apply(_policy(box, box.read)))
+    record = _record(box.level, landlock.apply(_policy(box)))
     record.setup_ms = (time.perf_counter() - started) * 1000
     if box.nproc is None and os.getuid() == 0:
         record.warnings.append("process count not limited (root: RLIMIT_NPROC does not bind)")
