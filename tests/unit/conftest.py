@@ -1,5 +1,6 @@
 """Unit tests: fast, no GPU, no network. Imports this worktree's package ahead of any installed copy."""
 
+import inspect
 import sys
 import threading
 import time
@@ -9,6 +10,17 @@ import pytest
 
 # Import this checkout's package, ahead of any other installed copy of kernelwright.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+
+@pytest.fixture
+def runner():
+    """typer's CliRunner with stderr kept apart from stdout (click >= 8.2 always keeps it apart
+    and has no `mix_stderr`; older versions need mix_stderr=False)."""
+    from typer.testing import CliRunner
+
+    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
+        return CliRunner(mix_stderr=False)
+    return CliRunner()
 
 
 @pytest.fixture

@@ -2,13 +2,11 @@
 
 Only two tests run the real judge (a static failure and the good vector_add candidate)."""
 
-import inspect
 import json
 import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import kernelwright
 from kernelwright.cli import app
@@ -16,14 +14,6 @@ from kernelwright.cli import app
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "tests" / "candidates" / "vector_add" / "good.py"
 VERDICT_KEYS = {"task", "call", "correct", "stage", "reason", "speedup", "cases"}
-
-
-@pytest.fixture
-def runner() -> CliRunner:
-    # click >= 8.2 keeps stderr apart and has no `mix_stderr`; older versions need mix_stderr=False
-    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
-        return CliRunner(mix_stderr=False)
-    return CliRunner()
 
 
 def flat(text: str) -> str:

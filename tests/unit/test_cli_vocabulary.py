@@ -7,7 +7,6 @@ stubbed where a command would start them: these tests check what the flags turn 
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from dataclasses import fields
@@ -15,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from typer.main import get_command
-from typer.testing import CliRunner
 
 from kernelwright.cli import app
 from kernelwright.cli.options import AGENT, AgentOptions, parse_tasks
@@ -23,13 +21,6 @@ from kernelwright.cli.options import AGENT, AgentOptions, parse_tasks
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "tests" / "candidates" / "vector_add" / "good.py"
 OFFLINE = ["--model", "openai/gpt-4.1", "--offline", "--device", "cpu"]  # no key, no server: nothing is called
-
-
-@pytest.fixture
-def runner() -> CliRunner:
-    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
-        return CliRunner(mix_stderr=False)
-    return CliRunner()
 
 
 def flat(text: str) -> str:

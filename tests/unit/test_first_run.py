@@ -2,26 +2,17 @@
 text, exit codes, `--json` usage errors, `tasks` and `tasks show`, `eval`'s headline for cases
 left unchecked and its refusal to time under the interpreter."""
 
-import inspect
 import json
 import os
 import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from kernelwright.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "tests" / "candidates" / "vector_add" / "good.py"
-
-
-@pytest.fixture
-def runner() -> CliRunner:
-    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
-        return CliRunner(mix_stderr=False)
-    return CliRunner()
 
 
 def flat(text: str) -> str:
