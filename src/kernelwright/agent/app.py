@@ -21,7 +21,6 @@ from .protocols import LLM, Judge
 from .results import TaskResult
 
 if TYPE_CHECKING:
-    from ..cli.options import AgentOptions
     from ..llm import LLMClient
     from .session import AgentSession
 
@@ -48,34 +47,6 @@ class RunSpec:
     judge_base_seed: int | None = None            # the judge's base seed (None: fresh random input seeds)
     timeout_scale: float = 1.0                    # multiplies every judge time limit
     sandbox: str = "auto"                         # how the judge confines candidates (--sandbox)
-
-    @classmethod
-    def from_options(cls, command: str, options: AgentOptions, *, task_refs: tuple[str, ...], model: str,
-                     start_codes: dict[str, str] | None = None, unsupported: dict[str, str] | None = None
-                     ) -> RunSpec:
-        """The spec of a new run from a command's options (`cli.options.AgentOptions`): the one
-        place where flags become the run's settings. A missing --llm-seed draws one now."""
-        from .bench import settings_for
-
-        settings = settings_for(
-            options.mode, iterations=options.iterations, runs=options.runs,
-            seed=options.llm_seed if options.llm_seed is not None else new_seed(),
-            ablations={"one_shot": options.one_shot, "knowledge": options.knowledge,
-                       "reflection": options.reflection, "optimizer": options.optimizer},
-            max_debug_attempts=options.max_debug_attempts, temperature=options.temperature, tune=options.tune,
-            tune_variants=options.tune_variants)
-        return cls(
-            command, tuple(task_refs), model, settings,
-            run_limits=Limits(options.max_cost, options.max_tokens, options.time_limit),
-            task_limits=Limits(options.task_max_cost, options.task_max_tokens, options.task_time_limit),
-            start_codes=dict(start_codes or {}),
-            corpus=tuple(str(Path(p).expanduser().resolve()) for p in options.corpus),
-            prompts_dir=str(Path(options.prompts).resolve()) if options.prompts else None,
-            device=options.device, judge_seeds=options.judge_seeds, perf=options.perf,
-            max_perf_cases=options.max_perf_cases, suite=options.suite if command == "bench" else "",
-            unsupported=dict(unsupported or {}), mode=options.mode, base_url=options.base_url,
-            judge_base_seed=options.judge_base_seed, timeout_scale=options.timeout_scale,
-            sandbox=options.sandbox)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

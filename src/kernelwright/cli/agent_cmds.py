@@ -151,7 +151,7 @@ def optimize_command(
 
 
 def _agent_command(command: str, opts: AgentOptions) -> None:
-    from ..agent.app import RunSpec, open_run
+    from ..agent.app import open_run
     from ..agent.prompts import PromptError, PromptLibrary
     from ..store import StoreError
 
@@ -163,7 +163,7 @@ def _agent_command(command: str, opts: AgentOptions) -> None:
             task_ref, start_code, out = _task_and_start(command, opts)
             if opts.prompts is not None:
                 PromptLibrary(opts.prompts)  # fail now on a bad folder, not at the first prompt
-            spec = RunSpec.from_options(command, opts, task_refs=(task_ref.ref,), model=model,
+            spec = opts.run_spec(command, task_refs=(task_ref.ref,), model=model,
                                         start_codes={task_ref.name: start_code} if start_code is not None else {})
             store, spec = open_run(out, spec, resume=False)
     except (StoreError, PromptError, ValueError) as exc:

@@ -97,7 +97,7 @@ def bench_command(
 
     Exit status: 0 finished, 2 usage error, 130 interrupted (--resume RUN_DIR continues).
     """
-    from ..agent.app import RunSpec, open_run
+    from ..agent.app import open_run
     from ..agent.bench import load_tasks, unsupported_here
     from ..judge import DeviceUnavailable, detect_backend
     from ..store import StoreError
@@ -112,7 +112,7 @@ def bench_command(
             backend, _ = detect_backend(opts.device)
             all_tasks = load_tasks(opts.suite, opts.path, opts.tasks)
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
-            spec = RunSpec.from_options("bench", opts, task_refs=tuple(t.ref for t in all_tasks if t.name not in unsupported),
+            spec = opts.run_spec("bench", task_refs=tuple(t.ref for t in all_tasks if t.name not in unsupported),
                                         model=model_id, unsupported=unsupported)
             out_dir = opts.out or Path("kernelwright-runs") / f"bench-{opts.suite}-{time.strftime('%Y%m%d-%H%M%S')}"
             store, spec = open_run(out_dir, spec, resume=False)

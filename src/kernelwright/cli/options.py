@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover
 from typer.core import TyperCommand
 
 if TYPE_CHECKING:
+    from ..agent.app import RunSpec
     from ..judge import JudgeOptions
 
 # -- the shared flags --------------------------------------------------------------------------
@@ -202,6 +203,35 @@ class AgentOptions:
         values["tasks"] = parse_tasks(values.get("tasks"))
         values["corpus"] = tuple(values.get("corpus") or ())
         return cls(**values)
+
+    def run_spec(self, command: str, *, task_refs: tuple[str, ...], model: str,
+                 start_codes: dict[str, str] | None = None, unsupported: dict[str, str] | None = None
+                 ) -> RunSpec:
+        """The spec of a new run (`agent.app.RunSpec`) from these options: the one place where
+        flags become the run's settings. A missing --llm-seed draws one now."""
+        from ..agent.app import RunSpec, new_seed
+        from ..agent.bench import settings_for
+        from ..agent.budget import Limits
+
+        settings = settings_for(
+            self.mode, iterations=self.iterations, runs=self.runs,
+            seed=self.llm_seed if self.llm_seed is not None else new_seed(),
+            ablations={"one_shot": self.one_shot, "knowledge": self.knowledge,
+                       "reflection": self.reflection, "optimizer": self.optimizer},
+            max_debug_attempts=self.max_debug_attempts, temperature=self.temperature, tune=self.tune,
+            tune_variants=self.tune_variants)
+        return RunSpec(
+            command, tuple(task_refs), model, settings,
+            run_limits=Limits(self.max_cost, self.max_tokens, self.time_limit),
+            task_limits=Limits(self.task_max_cost, self.task_max_tokens, self.task_time_limit),
+            start_codes=dict(start_codes or {}),
+            corpus=tuple(str(Path(p).expanduser().resolve()) for p in self.corpus),
+            prompts_dir=str(Path(self.prompts).resolve()) if self.prompts else None,
+            device=self.device, judge_seeds=self.judge_seeds, perf=self.perf,
+            max_perf_cases=self.max_perf_cases, suite=self.suite if command == "bench" else "",
+            unsupported=dict(unsupported or {}), mode=self.mode, base_url=self.base_url,
+            judge_base_seed=self.judge_base_seed, timeout_scale=self.timeout_scale,
+            sandbox=self.sandbox)
 
 
 AGENT = AgentOptions()  # the defaults, for the commands' signatures
