@@ -116,6 +116,16 @@ ATTACKS = {
     attempt("SIGSTOP the coordinator", lambda: os.kill({coordinator}, signal.SIGSTOP))
     attempt("SIGKILL the coordinator", lambda: os.kill({coordinator}, signal.SIGKILL))
 '''),
+    # leave a daemon (a session of its own, re-parented away), then kill the worker to free it
+    "daemon_then_kill_worker": ("passed", "passed", "add(x, y)", '''
+    import time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(300)
+        os._exit(0)
+    attempt("SIGKILL the worker", lambda: os.kill(os.getppid(), signal.SIGKILL))
+'''),
     # post to the local LLM server (with a stolen key, were there one)
     "network": ("passed", "passed", "add(x, y)", '''
     attempt("TCP to the LLM server", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2))
@@ -253,3 +263,53 @@ def test_nothing_outside_the_scratch_space_changed(attacked):
 def test_the_judge_goes_on_and_nothing_is_left_running(attacked):
     assert attacked["after_good"].passed, attacked["after_good"].reason
     assert attacked["left"] == [], f"processes left after the pool closed: {attacked['left']}"
+
+
+DAEMON = KERNEL.replace("RESULT", "add(x, y)").replace("ATTACK()", "attack()") + '''
+
+def attack():
+    import tempfile, time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            open(os.path.join(tempfile.gettempdir(), "daemon-ready"), "w").close()
+            time.sleep(300)
+        os._exit(0)
+    time.sleep(300)
+'''
+
+
+def test_a_daemon_dies_with_its_worker(tmp_path):
+    """The worker dies while it judges (SIGKILLed from outside, as by the OOM killer), after its
+    candidate left a daemon in a session of its own: the candidate's PID namespace takes the
+    daemon with it, the candidate gets a judge error that says why, and the pool goes on."""
+    from kernelwright.judge.common import capabilities, procs
+
+    if not capabilities.probe().pidns:
+        pytest.skip("no PID namespace here")
+    import signal
+    import time
+
+    path = tmp_path / "daemon.py"
+    path.write_text(DAEMON)
+    task = resolve_task("vector_add")
+    options = JudgeOptions(seeds=1, seed=11, perf=False, load_timeout=60, call_timeout=300, case_timeout=300)
+    with JudgePool("cpu", workers=1, options=options) as pool:
+        pool.start()
+        worker = pool._workers[0].process.pid
+        future = pool.submit(task, path, candidate_id="daemon")
+        deadline = time.monotonic() + 120
+        while not list((private_dir() / "scratch").glob(f"w{worker}-candidate-*/daemon-ready")):
+            assert time.monotonic() < deadline and not future.done(), "the daemon never started"
+            time.sleep(0.1)
+        tree = procs.descendants(worker)
+        os.kill(worker, signal.SIGKILL)
+        verdict = future.result(timeout=60)
+        assert verdict.stage == "judge_error" and "worker" in verdict.reason, verdict.reason
+        deadline = time.monotonic() + 10
+        while [p for p in tree if procs.process_state(p) not in (None, "Z", "X")] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p for p in tree if procs.process_state(p) not in (None, "Z", "X")]
+        procs.signal_all(left, signal.SIGKILL)
+        assert len(tree) >= 4 and not left, f"outlived their worker: {left} of {tree}"
+        assert pool.judge(task, Path(__file__).parent / "candidates" / "vector_add" / "good.py").passed

@@ -247,8 +247,8 @@ def test_parent_proc_entries_denied_own_allowed(dirs):
 
 @needs_landlock
 def test_pid_namespace_private_proc_hides_the_worker(dirs):
-    """Where a PID namespace and a private /proc can be created: the candidate is PID 1, sees no
-    other process, and may be given all of /proc."""
+    """Where a PID namespace and a private /proc can be created: the candidate is PID 2, sees no
+    other process but its namespace's init, and may be given all of /proc."""
     caps = capabilities.probe()
     if not caps.private_proc:
         pytest.skip(f"no private /proc here: {caps.notes}")
@@ -278,14 +278,14 @@ def test_pid_namespace_private_proc_hides_the_worker(dirs):
     _, status = os.waitpid(pid, 0)
     res = json.loads(data)
     assert "crash" not in res, res["crash"]
-    assert res["kind"].endswith("+proc") and res["pid"] == 1 and res["fs"]
-    assert res["procs"] == ["1"], res["procs"]
+    assert res["kind"].endswith("+proc") and res["pid"] == 2 and res["fs"]
+    assert res["procs"] == ["1", "2"], res["procs"]
     assert res["parent_environ"].startswith("FileNotFoundError"), res
     assert res["kill_parent"] != "ok" and res["own_environ"] == "ok"
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def test_pid_namespace_kills_what_outlives_pid1():
+def test_pid_namespace_kills_what_outlives_its_process():
     caps = capabilities.probe()
     if not caps.pidns:
         pytest.skip(f"no PID namespace: {caps.notes}")
@@ -308,7 +308,7 @@ def test_pid_namespace_kills_what_outlives_pid1():
         import time
 
         time.sleep(0.2)
-        os._exit(0)  # PID 1 exits: the kernel kills the rest of its namespace
+        os._exit(0)  # PID 2 exits, then its init: the kernel kills the rest of the namespace
     os.close(w)
     outer = int(os.read(r, 100))
     os.close(r)
@@ -327,8 +327,100 @@ def test_pid_namespace_kills_what_outlives_pid1():
         time.sleep(0.05)
     else:
         os.kill(outer, signal.SIGKILL)
-        pytest.fail("a process left in the PID namespace outlived its PID 1")
+        pytest.fail("a process left in the PID namespace outlived the process that started it")
 
+
+
+def _outer_pid() -> int:
+    """This process's pid as the outer PID namespace sees it (with the outer /proc mounted)."""
+    with open("/proc/self/status") as f:
+        return int(next(ln for ln in f if ln.startswith("NSpid:")).split()[1])
+
+
+def _gone(pid: int, within: float = 5.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(") ", 1)[1].startswith(("Z", "X")):
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_daemon_dies_with_its_worker_through_the_pid_namespace():
+    """The worker itself dies mid-verdict (its waiter is SIGKILLed, as by the OOM killer): the
+    candidate and a daemon it left in a session of its own die with it."""
+    caps = capabilities.probe()
+    if not caps.pidns:
+        pytest.skip(f"no PID namespace: {caps.notes}")
+    r, w = os.pipe()
+    waiter = os.fork()
+    if waiter == 0:
+        os.close(r)
+        isolation.enter_pid_namespace(mount_proc=False)
+        if os.fork() == 0:  # the daemon
+            os.setsid()
+            os.write(w, f"{_outer_pid()}\n".encode())
+            signal.pause()
+            os._exit(0)
+        os.write(w, f"{_outer_pid()}\n".encode())
+        signal.pause()  # the candidate, busy for ever
+        os._exit(0)
+    os.close(w)
+    pids = []
+    with os.fdopen(r) as f:
+        while len(pids) < 2:
+            pids.append(int(f.readline()))
+    os.kill(waiter, signal.SIGKILL)
+    os.waitpid(waiter, 0)
+    left = [p for p in pids if not _gone(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"outlived their worker's child: {left}"
+
+
+@pytest.mark.parametrize("how, expect", [("exit", ("exit", 3)), ("abort", ("signal", signal.SIGABRT)),
+                                         ("forwarded", ("exit", 5))])
+def test_the_waiter_ends_as_the_candidate_did(how, expect):
+    """The worker sees the candidate's own end (its code, its signal), and the signals it sends
+    (the stack dump's) reach the candidate through the waiter and the namespace's init."""
+    caps = capabilities.probe()
+    if not caps.pidns:
+        pytest.skip(f"no PID namespace: {caps.notes}")
+    r, w = os.pipe()
+    waiter = os.fork()
+    if waiter == 0:
+        os.close(r)
+        isolation.enter_pid_namespace(mount_proc=False)
+        signal.signal(signal.SIGUSR2, lambda *_: os._exit(5))
+        os.write(w, b"ready")
+        if how == "exit":
+            os._exit(3)
+        if how == "abort":
+            import faulthandler
+            import resource
+
+            faulthandler.disable()  # pytest's: no stack printed for an abort that is the test
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            os.abort()
+        signal.pause()
+        os._exit(0)
+    os.close(w)
+    assert os.read(r, 5) == b"ready"
+    os.close(r)
+    if how == "forwarded":
+        import time
+
+        time.sleep(0.2)  # the waiter's handler is set before the inner process runs; margin for init's
+        os.kill(waiter, signal.SIGUSR2)
+    _, status = os.waitpid(waiter, 0)
+    got = ("signal", os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit", os.WEXITSTATUS(status))
+    assert got == expect
 
 def test_empty_netns_blocks_udp_and_tcp():
     caps = capabilities.probe()

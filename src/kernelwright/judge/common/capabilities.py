@@ -94,7 +94,8 @@ def _try_private_proc() -> tuple[bool, str]:
     kind, why = enter_pid_namespace(mount_proc=True)  # the caller (the throwaway child) waits
     if kind is None or why:
         return False, why or ""
-    ok = os.getpid() == 1 and {e for e in os.listdir("/proc") if e.isdigit()} <= {"1"}
+    # this process goes on as PID 2, beside the namespace's init
+    ok = os.getpid() == 2 and {e for e in os.listdir("/proc") if e.isdigit()} <= {"1", "2"}
     return ok, kind
 
 

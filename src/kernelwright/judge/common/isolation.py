@@ -95,16 +95,23 @@ def set_rlimits(**limits: int | None) -> tuple[dict, list]:
 
 
 def enter_pid_namespace(mount_proc: bool = True) -> tuple[str | None, str | None]:
-    """Make the rest of this child run as PID 1 of a new PID namespace, with (mount_proc) a
-    private /proc in a private mount namespace that shows only that namespace's processes: no
-    /proc/<worker pid>/environ to read. Forks once: the calling process becomes a waiter that
-    never returns (it exits with the inner process's status, or is killed with it; it stays
-    outside the Landlock domain the inner one enters, so the candidate cannot signal it); the
-    inner process returns. When the inner process (PID 1) exits, the kernel kills every process
-    left in its namespace: nothing the candidate started outlives it.
-    Call before `apply` (a Landlock domain forbids mounting). Returns, in the inner process,
-    (kind, None) with kind "pid+mnt+proc" / "pid+mnt" / "user+pid+mnt+proc", or (None, why) in the
-    calling process if nothing could be created (then no fork happened)."""
+    """Make the rest of this child run in a new PID namespace, with (mount_proc) a private /proc
+    in a private mount namespace that shows only that namespace's processes: no
+    /proc/<worker pid>/environ to read. Forks twice, so the caller's code goes on as PID 2:
+    - the calling process becomes the *waiter*, outside the namespace: it forwards signals and
+      exits with the inner process's status (or is killed with it);
+    - PID 1, the namespace's *init*, reaps orphans and exits when PID 2 does; the kernel then
+      kills every process left in the namespace, so nothing the candidate started (a daemon in
+      a session of its own included) outlives it, even when its worker died. The candidate is
+      not PID 1 itself because the kernel drops the signals a namespace's init sends itself
+      without a handler (`os.abort()`, a `kill` of its own pid would do nothing);
+    - PID 2 returns. Both others stay outside the Landlock domain it enters next, so the
+      candidate cannot signal them; they close every descriptor but stdio (the worker's pipe
+      stays the inner process's alone).
+    Call before `apply` (a Landlock domain forbids mounting). Returns, in PID 2, (kind, None)
+    with kind "pid+mnt+proc" / "pid+mnt" / "user+pid+mnt+proc", (kind, why) when the private
+    /proc could not be mounted, or (None, why) in the caller when no namespace could be created
+    (then nothing forked)."""
     flags = CLONE_NEWPID | (CLONE_NEWNS if mount_proc else 0)
     prefix = ""
     err = _unshare(flags) if os.geteuid() == 0 else errno.EPERM
@@ -120,14 +127,16 @@ def enter_pid_namespace(mount_proc: bool = True) -> tuple[str | None, str | None
             _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
         except OSError:
             pass
-    pid = os.fork()
-    if pid:  # the waiter: outside the new namespace, forwards the status
-        _wait_forward(pid)
-    # PID 1 of the new namespace
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    kind = prefix + "pid"
-    if mount_proc:
+    status_r, status_w = os.pipe()
+    init = os.fork()
+    if init:  # the waiter: outside the new namespace
+        os.close(status_w)
+        _close_fds_but(status_r)
+        _wait_forward(init, status_r)
+    os.close(status_r)
+    _die_with_parent()
+    kind, why = prefix + "pid", None
+    if mount_proc:  # the mount shows the namespace of the process that mounts: PID 1's
         kind += "+mnt"
         err = _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
         if err == 0:
@@ -135,26 +144,85 @@ def enter_pid_namespace(mount_proc: bool = True) -> tuple[str | None, str | None
         if err == 0:
             kind += "+proc"
         else:
-            return kind, f"private /proc not mounted ({errno.errorcode.get(err, err)})"
-    return kind, None
+            why = f"private /proc not mounted ({errno.errorcode.get(err, err)})"
+    inner = os.fork()
+    if inner:
+        _close_fds_but(status_w)
+        _init(inner, status_w)
+    os.close(status_w)
+    _die_with_parent()
+    return kind, why
 
 
-def _wait_forward(pid: int):
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def _die_with_parent() -> None:
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _close_fds_but(keep: int) -> None:
+    try:
+        max_fd = os.sysconf("SC_OPEN_MAX")
+    except (ValueError, OSError):
+        max_fd = 4096
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max_fd)
+
+
+def _forward_to(pid: int) -> None:
+    for sig in FORWARDED:
         try:
             signal.signal(sig, lambda s, _f: os.kill(pid, s))
         except (OSError, ValueError):
             pass
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _init(inner: int, status_w: int):
+    """PID 1 of the namespace: reap whatever ends up here until `inner` exits, tell the waiter its
+    raw status, exit (the kernel kills what is left). Never returns."""
+    _forward_to(inner)
+    status = None
+    while status is None:
+        try:
+            pid, st = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            break
+        if pid == inner:
+            status = st
+    try:
+        os.write(status_w, (status if status is not None else 70 << 8).to_bytes(4, "little"))
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _wait_forward(init: int, status_r: int):
+    """The waiter: wait for the namespace's init, then end as the inner process ended (killed by
+    the same signal, or its exit code); when init died without a word (killed), as init did."""
+    _forward_to(init)
+    _die_with_parent()
+    try:  # it may end by the candidate's signal: no core dump of this copy of the worker
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ValueError, OSError):
+        pass
     while True:
         try:
-            _, status = os.waitpid(pid, 0)
+            _, status = os.waitpid(init, 0)
             break
         except InterruptedError:
             continue
         except ChildProcessError:
             os._exit(70)
+    try:
+        told = os.read(status_r, 4)
+    except OSError:
+        told = b""
+    if len(told) == 4:
+        status = int.from_bytes(told, "little")
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)

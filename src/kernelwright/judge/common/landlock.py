@@ -20,7 +20,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from .isolation import enter_empty_netns, set_rlimits
+from .isolation import enter_empty_netns, enter_pid_namespace, set_rlimits
 
 # --- the kernel's ABI -----------------------------------------------------------------------
 
@@ -173,6 +173,7 @@ class Policy:
     scope: bool = True  # no signals to, no abstract unix sockets of processes outside the domain
     no_new_privs: bool = True  # always set where Landlock applies (the kernel requires it unless CAP_SYS_ADMIN)
     netns: bool = False  # also enter an empty network namespace (covers UDP, which Landlock does not)
+    pidns: bool = False  # run on in a PID namespace of its own with a private /proc (forks twice)
     nproc: int | None = None  # RLIMIT_NPROC (per real uid, not enforced for root)
     fsize: int | None = None  # RLIMIT_FSIZE: bytes per file written (not a total)
     data: int | None = None  # RLIMIT_DATA: brk + private writable mappings (see notes for CUDA)
@@ -196,6 +197,7 @@ class Applied:
     scope_abstract_unix: bool = False
     no_new_privs: bool = False
     netns: str | None = None  # "net" (as root) / "user+net", or None
+    pidns: str | None = None  # "pid+mnt+proc" (as root) / "user+pid+mnt+proc", or None
     rlimits: dict = field(default_factory=dict)  # name -> value set
     skipped: list = field(default_factory=list)  # "path (why)": rules not added
     missing: list = field(default_factory=list)  # layers asked for that did not take effect, with why
@@ -210,6 +212,8 @@ class Applied:
                 out.append(name)
         if self.netns:
             out.append(f"netns:{self.netns}")
+        if self.pidns:
+            out.append(f"pidns:{self.pidns}")
         out += [f"rlimit:{k}" for k in self.rlimits]
         return out
 
@@ -228,7 +232,7 @@ class Applied:
             head = f"Landlock ABI {self.landlock_abi}: " + (", ".join(
                 n for n, on in (("files", self.fs), ("network", self.tcp), ("signals", self.scope_signal))
                 if on) or "nothing")
-        extra = [f"netns {self.netns}"] if self.netns else []
+        extra = [f"{name} {kind}" for name, kind in (("netns", self.netns), ("pidns", self.pidns)) if kind]
         extra += [f"{k}={v}" for k, v in self.rlimits.items()]
         if self.missing:
             extra.append("missing: " + "; ".join(self.missing))
@@ -266,6 +270,11 @@ def apply(policy: Policy) -> Applied:
     out = Applied()
     if _threads() > 1:
         out.warnings.append(f"{_threads()} threads: the others stay unconfined")
+    if policy.pidns:  # first: it forks, and this process goes on as the namespace's PID 2
+        kind, why = enter_pid_namespace(mount_proc=True)
+        out.pidns = kind
+        if kind is None or why:
+            out.missing.append(f"pidns ({why})")
     if policy.netns:
         kind, why = enter_empty_netns()
         out.netns = kind

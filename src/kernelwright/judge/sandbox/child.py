@@ -44,13 +44,14 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
         procs.die_with_parent()
         if role == "candidate":
             procs.limit_file_size(int(options.max_file_bytes))
-        else:
-            procs.make_undumpable()
         _close_fds_except(conn_fd)
         _redirect_stdio(log_path)
-        # Confined now, while this is the process's only thread; its caches are pointed into
-        # its scratch, then the Triton cache at its side's (which the policy lets it write).
+        # Confined now, while this is the process's only thread (in a PID namespace of its own,
+        # this process goes on as its PID 2); its caches are pointed into its scratch, then the
+        # Triton cache at its side's (which the policy lets it write).
         record = confinement.enter(options.sandbox or ChildSandbox(level="off"))
+        if role != "candidate":  # after the namespaces: an undumpable process cannot write its uid map
+            procs.make_undumpable()
         _use_triton_cache(options.triton_cache)
         # On a timeout the worker asks for every thread's stack (written from C, so it works
         # while Python is stuck in a kernel launch, a lock or a compile) before killing us.

@@ -174,6 +174,7 @@ class ChildSandbox:
     write: tuple[str, ...] = ()        # also writable: its side's Triton cache
     read: tuple[str, ...] = ()         # the task's files (dropped for the candidate at its load)
     netns: bool = False                # an empty network namespace (the candidate's)
+    pidns: bool = True                 # a PID namespace of its own: nothing it starts outlives it
     data_bytes: int | None = None      # RLIMIT_DATA (private writable memory of the process)
     nproc: int | None = None           # RLIMIT_NPROC (not enforced for root)
     max_written_bytes: int = 2 << 30   # watched by its worker (worker/limits.py): the kernel cannot
@@ -229,7 +230,8 @@ def _policy(box: ChildSandbox) -> landlock.Policy:
     """The file size limit is the child's own (`procs.limit_file_size`, set before)."""
     base = box.base or base_policy()
     write = [p for p in (box.scratch, *box.write, *base.write) if p]
-    return replace(base, read=[*base.read, *box.read], write=write, netns=box.netns, nproc=box.nproc,
+    return replace(base, read=[*base.read, *box.read], write=write, netns=box.netns, pidns=box.pidns,
+                   nproc=box.nproc,
                    data=box.data_bytes, core=0)
 
 
