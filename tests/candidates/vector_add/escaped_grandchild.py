@@ -25,9 +25,12 @@ def vector_add(x, y):
         if os.fork() == 0:  # a daemon that tries to outlive the judge
             os.setsid()
             if os.fork() == 0:
-                # on its stdout, the candidate's log (a confined candidate can write no file outside
-                # its scratch, which goes with it): the test reads it from the verdict's log tail
-                print(f"escaped daemon pid {os.getpid()}", flush=True)
+                # a name the test looks for in every process's /proc/<pid>/comm (its pid is no
+                # help: a confined candidate sees only its own PID namespace's numbers); said on
+                # its stdout, the candidate's log, too, so the test knows it ran
+                import ctypes
+                ctypes.CDLL(None).prctl(15, b"kw-escaped-dmn", 0, 0, 0)  # PR_SET_NAME
+                print("escaped daemon kw-escaped-dmn", flush=True)
                 import time
                 while True:
                     time.sleep(1)
