@@ -45,6 +45,10 @@ def run_judge(cands, device, per_device, seeds, sandbox="auto"):
 
     options = JudgeOptions(seeds=len(seeds), seed=seeds[0], perf=False, sandbox=sandbox)
     with JudgePool(device, options=options, workers_per_device=per_device) as pool:
+        # the tasks' files readable by confined children from their first fork, as judge_many
+        # does for a pool it starts (started before, its spares would be forked again at each
+        # worker's first request)
+        pool.admit(resolve_task(name) for name, _ in cands)
         t0 = time.perf_counter()
         pool.start()
         warm_s = time.perf_counter() - t0

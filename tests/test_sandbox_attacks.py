@@ -313,3 +313,36 @@ def test_a_daemon_dies_with_its_worker(tmp_path):
         procs.signal_all(left, signal.SIGKILL)
         assert len(tree) >= 4 and not left, f"outlived their worker: {left} of {tree}"
         assert pool.judge(task, Path(__file__).parent / "candidates" / "vector_add" / "good.py").passed
+
+
+def test_admitted_tasks_keep_the_spares_forked_at_start(tmp_path):
+    """A confined child reads only the task files it was forked with: a pool told its tasks before
+    its workers start (`admit`, as `judge_many` does) forks a spare candidate process that judges
+    the first candidate, where a worker that learns of the task at its first request forks it
+    again (the spare it started with is gone while the first candidate still runs)."""
+    import time
+
+    from kernelwright.judge.common.procs import children_of, process_state
+
+    task = resolve_task("vector_add")
+    slow = tmp_path / "slow.py"
+    slow.write_text((Path(__file__).parent / "candidates" / "vector_add" / "good.py").read_text().replace(
+        "def vector_add(x, y):\n", "_slept = []\n\n\ndef vector_add(x, y):\n    import time\n"
+        "    if not _slept:\n        _slept.append(time.sleep(4))\n"))
+    spare_serves = {}
+    for admitted in (True, False):
+        options = JudgeOptions(seeds=1, seed=11, perf=False, load_timeout=60, call_timeout=60, case_timeout=30)
+        with JudgePool("cpu", workers=1, options=options) as pool:
+            if admitted:
+                pool.admit([task])
+            pool.start()
+            spares = children_of(pool._workers[0].process.pid)  # the spare candidate process
+            future = pool.submit(task, slow)  # submit: judge_many would admit the task itself
+            deadline = time.monotonic() + 120
+            while not list((private_dir() / "scratch").glob(f"w{pool._workers[0].process.pid}-reference-*")):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            time.sleep(1.5)  # the reference has started: the candidate sleeps in its first call
+            spare_serves[admitted] = bool(spares) and all(process_state(p) not in (None, "Z", "X") for p in spares)
+            assert future.result(timeout=300).passed
+    assert spare_serves == {True: True, False: False}, spare_serves

@@ -113,6 +113,7 @@ class WorkerOptions:
     sandbox: str = JudgeOptions.sandbox  # the children's confinement level (`sandbox.confinement`)
     scratch_root: str | None = None  # where each confined child gets its own directory (None: unconfined)
     max_written_bytes: int = JudgeOptions.max_written_bytes  # what a confined candidate may write in all
+    task_files: tuple[str, ...] = ()  # what confined children may read from the start (`JudgePool.admit`)
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)

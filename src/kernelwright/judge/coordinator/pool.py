@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ...tasks import Task
+from ...tasks.files import ref_files
 from ..common.gpulock import MAX_LOCK_CREDIT_S
 from ..common.options import JudgeOptions
 from ..common.privdir import ensure_private, private_dir
@@ -121,6 +122,8 @@ class JudgePool:
         # so they are all started from one thread that lives as long as the pool; a judge_many
         # thread that ends must not take its workers with it.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelwright-spawner")
+        # what confined children may read from their first fork (`admit`)
+        self._task_files: list[str] = []
 
     # -- workers ----------------------------------------------------------------------------
     def _spawn(self, index: int) -> WorkerHandle:
@@ -128,7 +131,8 @@ class JudgePool:
         handle = self._workers[index]
         if handle is None or handle.process.poll() is not None:
             handle = self._spawner.submit(WorkerHandle, self.backend, index % self.n_devices, self.options,
-                                          private=self.private, gpu_workers=self.gpu_workers).result()
+                                          private=self.private, gpu_workers=self.gpu_workers,
+                                          task_files=tuple(self._task_files)).result()
             self._workers[index] = handle
         return handle
 
@@ -145,6 +149,15 @@ class JudgePool:
         with self._lock:
             self.device_info = dict(info)
         return handle
+
+    def admit(self, tasks: Iterable[Task]) -> "JudgePool":
+        """Let the confined children of workers started from now on read these tasks' files (their
+        checkouts) from their first fork: the spares a worker forks ahead then serve its first
+        candidate. A worker started before admits a task at its first request for it, forking
+        its spares again (`Worker._admit`); `judge_many` admits its jobs' tasks itself."""
+        for task in tasks:
+            self._task_files += [f for f in ref_files(task.ref) if f not in self._task_files]
+        return self
 
     def start(self, wait: bool = True) -> "JudgePool":
         """Start every worker now (otherwise each starts on first use). With wait=False only the
@@ -220,6 +233,7 @@ class JudgePool:
         results in input order. `on_verdict(i, verdict)` is called (in this thread) as each
         verdict arrives, `on_start(i)` (in the judging thread) as each candidate is taken up."""
         jobs = list(jobs)
+        self.admit(task for task, _ in jobs)
         futures: dict[Future, int] = {}
         for i, (task, path) in enumerate(jobs):
             started = (lambda i=i: on_start(i)) if on_start is not None else None

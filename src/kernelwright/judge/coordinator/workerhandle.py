@@ -51,7 +51,7 @@ class WorkerHandle:
     device: seconds), so that many workers start side by side."""
 
     def __init__(self, backend: str, index: int, options: JudgeOptions, start_timeout: float = 600.0,
-                 private: Path | None = None, gpu_workers: int = 2) -> None:
+                 private: Path | None = None, gpu_workers: int = 2, task_files: tuple[str, ...] = ()) -> None:
         self.backend = backend
         self.index = index
         self.start_timeout = start_timeout
@@ -93,7 +93,8 @@ class WorkerHandle:
         worker_options = WorkerOptions(memory_fraction=options.memory_fraction, gpu_workers=gpu_workers,
                                        cache_root=str(ensure_private(private / "triton")),
                                        sandbox=options.sandbox, max_written_bytes=options.max_written_bytes,
-                                       scratch_root=str(ensure_private(private / "scratch")))
+                                       scratch_root=str(ensure_private(private / "scratch")),
+                                       task_files=task_files)
         self.conn.send({"options": worker_options.to_wire()})
 
     def wait_ready(self) -> dict:

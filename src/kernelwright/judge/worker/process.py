@@ -89,7 +89,7 @@ class Worker:
         # Confinement (`--sandbox`): the files of every task this worker has judged, which its
         # children may read (a spare forked before a task with other files is replaced), and the
         # base policy, built once here before any fork.
-        self.task_files: tuple[str, ...] = ()
+        self.task_files: tuple[str, ...] = tuple(self.options.task_files)
         self.base_policy = None
 
     # -- the GPU lock, as this worker holds it -------------------------------------------------
