@@ -17,7 +17,7 @@ import traceback
 
 import pytest
 
-from kernelwright.judge.common import capabilities, isolation, landlock
+from kernelwright.judge.common import capabilities, isolation, landlock, procs
 from kernelwright.judge.sandbox import confinement
 
 ABI, WHY = landlock.landlock_abi()
@@ -49,6 +49,7 @@ def in_confined_child(policy_or_none, body, before=None, timeout=120.0) -> dict:
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         os.close(r)
+        procs.make_dumpable()  # as a candidate child is (pytest may be non-dumpable: a pool's coordinator)
         out: dict
         try:
             if before:
@@ -257,6 +258,7 @@ def test_pid_namespace_private_proc_hides_the_worker(dirs):
     pid = os.fork()
     if pid == 0:
         os.close(r)
+        procs.make_dumpable()  # as a candidate child is
         try:
             kind, why = isolation.enter_pid_namespace(mount_proc=True)  # the waiter never returns
             pol = landlock.Policy(exec=confinement.python_paths(), read=["/proc"], write=[dirs["scratch"]])

@@ -17,8 +17,8 @@ from .isolation import (
     CLONE_NEWPID,
     CLONE_NEWUSER,
     _unshare,
-    _write_file,
     enter_pid_namespace,
+    write_id_maps,
 )
 from .landlock import handled_masks, landlock_abi
 
@@ -80,14 +80,8 @@ def _try_unshare(flags: int, maps: bool) -> tuple[bool, str]:
     err = _unshare(flags)
     if err:
         return False, f"unshare: {errno.errorcode.get(err, err)}"
-    if maps:
-        try:
-            _write_file("/proc/self/setgroups", "deny")
-            _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
-            _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
-        except OSError as e:
-            return False, f"id maps: {e.strerror}"
-    return True, ""
+    why = write_id_maps(uid, gid) if maps else None
+    return why is None, why or ""
 
 
 def _try_private_proc() -> tuple[bool, str]:

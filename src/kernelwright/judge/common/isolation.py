@@ -16,6 +16,7 @@ except OSError:  # not Linux / no libc: every layer reports "unavailable"
     _libc = None
 
 _PR_SET_PDEATHSIG = 1
+_PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -46,26 +47,41 @@ def _write_file(path: str, text: str) -> None:
         f.write(text)
 
 
-def enter_empty_netns() -> tuple[str | None, str | None]:
-    """Move the calling process into a new network namespace with only a loopback that is down:
-    no TCP, UDP or raw traffic anywhere (pathname unix sockets are files: Landlock's business).
-    As root: CLONE_NEWNET; otherwise CLONE_NEWUSER|CLONE_NEWNET with this uid/gid mapped to
-    themselves (needs a single-threaded caller). Returns (kind, None) or (None, why)."""
-    if os.geteuid() == 0:
-        err = _unshare(CLONE_NEWNET)
-        if err == 0:
-            return "net", None
-    uid, gid = os.geteuid(), os.getegid()
-    err = _unshare(CLONE_NEWUSER | CLONE_NEWNET)
-    if err:
-        return None, f"unshare: {errno.errorcode.get(err, err)}"
+def write_id_maps(uid: int, gid: int) -> str | None:
+    """Right after unshare(CLONE_NEWUSER): map `uid`/`gid` (the caller's ids outside) to
+    themselves, so its files keep their owner and it may create further namespaces. None, or why
+    not. A non-dumpable process's /proc/self files belong to root, so a non-root one (the worker
+    makes itself non-dumpable, and its forked children inherit that) could not write its own maps:
+    it is made dumpable for the three writes and put back. Candidates cannot use that moment: a
+    Landlock domain forbids ptrace of (and /proc/<pid>/mem on) anything outside it."""
+    was = _libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) if _libc is not None else 1
+    if was == 0:
+        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     try:
         _write_file("/proc/self/setgroups", "deny")
         _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
         _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
     except OSError as e:
-        return "user+net", f"id maps not written ({e.strerror}): files show as nobody"
-    return "user+net", None
+        return f"id maps not written ({e.strerror})"
+    finally:
+        if was == 0:
+            _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return None
+
+
+def enter_empty_netns() -> tuple[str | None, str | None]:
+    """Move the calling process into a new network namespace with only a loopback that is down:
+    no TCP, UDP or raw traffic anywhere (pathname unix sockets are files: Landlock's business).
+    CLONE_NEWNET where this process may (as root, or inside the user namespace its PID namespace
+    came with), else CLONE_NEWUSER|CLONE_NEWNET with its ids mapped to themselves (needs a
+    single-threaded caller). Returns (kind, None), (kind, why) or (None, why)."""
+    if _unshare(CLONE_NEWNET) == 0:
+        return "net", None
+    uid, gid = os.geteuid(), os.getegid()
+    err = _unshare(CLONE_NEWUSER | CLONE_NEWNET)
+    if err:
+        return None, f"unshare: {errno.errorcode.get(err, err)}"
+    return "user+net", write_id_maps(uid, gid)
 
 
 _RLIMITS = {"nproc": "RLIMIT_NPROC", "fsize": "RLIMIT_FSIZE", "data": "RLIMIT_DATA",
@@ -121,12 +137,9 @@ def enter_pid_namespace(mount_proc: bool = True) -> tuple[str | None, str | None
         if err:
             return None, f"unshare: {errno.errorcode.get(err, err)}"
         prefix = "user+"
-        try:
-            _write_file("/proc/self/setgroups", "deny")
-            _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
-            _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
-        except OSError:
-            pass
+        map_why = write_id_maps(uid, gid)
+    else:
+        map_why = None
     status_r, status_w = os.pipe()
     init = os.fork()
     if init:  # the waiter: outside the new namespace
@@ -135,7 +148,7 @@ def enter_pid_namespace(mount_proc: bool = True) -> tuple[str | None, str | None
         _wait_forward(init, status_r)
     os.close(status_r)
     _die_with_parent()
-    kind, why = prefix + "pid", None
+    kind, why = prefix + "pid", map_why
     if mount_proc:  # the mount shows the namespace of the process that mounts: PID 1's
         kind += "+mnt"
         err = _mount("none", "/", None, _MS_REC | _MS_PRIVATE)
@@ -144,7 +157,7 @@ def enter_pid_namespace(mount_proc: bool = True) -> tuple[str | None, str | None
         if err == 0:
             kind += "+proc"
         else:
-            why = f"private /proc not mounted ({errno.errorcode.get(err, err)})"
+            why = "; ".join(filter(None, [why, f"private /proc not mounted ({errno.errorcode.get(err, err)})"]))
     inner = os.fork()
     if inner:
         _close_fds_but(status_w)

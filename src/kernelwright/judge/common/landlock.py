@@ -280,6 +280,8 @@ def apply(policy: Policy) -> Applied:
         out.netns = kind
         if kind is None:
             out.missing.append(f"netns ({why})")
+        elif why:
+            out.warnings.append(f"netns ({why})")
     out.rlimits, failed = set_rlimits(nproc=policy.nproc, fsize=policy.fsize, data=policy.data,
                                       address_space=policy.address_space, nofile=policy.nofile,
                                       core=policy.core)

@@ -36,6 +36,15 @@ def make_undumpable() -> None:
         _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
+def make_dumpable() -> None:
+    """A candidate child, forked from its non-dumpable worker: dumpable again, as any program is, so
+    that as non-root it may open its own /proc/self files (environ, fd/, its namespaces' id maps),
+    as it may as root. Its memory holds nothing of the user's; its Landlock domain already keeps
+    other candidates from reading it."""
+    if _libc is not None:
+        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+
+
 def limit_file_size(max_bytes: int) -> None:
     """No file the candidate writes (its log included) may grow past `max_bytes`: a candidate
     printing forever is stopped by SIGXFSZ instead of filling the disk."""

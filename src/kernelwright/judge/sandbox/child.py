@@ -43,6 +43,7 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
         os.setsid()  # own process group: the worker kills the whole group at the end
         procs.die_with_parent()
         if role == "candidate":
+            procs.make_dumpable()
             procs.limit_file_size(int(options.max_file_bytes))
         _close_fds_except(conn_fd)
         _redirect_stdio(log_path)
