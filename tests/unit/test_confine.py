@@ -287,7 +287,9 @@ def test_pid_namespace_private_proc_hides_the_worker(dirs):
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def test_pid_namespace_kills_what_outlives_its_process():
+def _fork_into_pid_namespace() -> tuple[int, int, int]:
+    """(pid, r, w): fork over a pipe; the child (pid 0) goes on in a PID namespace of its own, as
+    its PID 2, with the pipe's read end closed. Skips where there are no PID namespaces."""
     caps = capabilities.probe()
     if not caps.pidns:
         pytest.skip(f"no PID namespace: {caps.notes}")
@@ -296,6 +298,12 @@ def test_pid_namespace_kills_what_outlives_its_process():
     if pid == 0:
         os.close(r)
         isolation.enter_pid_namespace(mount_proc=False)
+    return pid, r, w
+
+
+def test_pid_namespace_kills_what_outlives_its_process():
+    pid, r, w = _fork_into_pid_namespace()
+    if pid == 0:
         stray = os.fork()
         if stray == 0:  # a daemon that leaves its group and session, then sleeps
             os.setsid()
@@ -357,14 +365,8 @@ def _gone(pid: int, within: float = 5.0) -> bool:
 def test_a_daemon_dies_with_its_worker_through_the_pid_namespace():
     """The worker itself dies mid-verdict (its waiter is SIGKILLed, as by the OOM killer): the
     candidate and a daemon it left in a session of its own die with it."""
-    caps = capabilities.probe()
-    if not caps.pidns:
-        pytest.skip(f"no PID namespace: {caps.notes}")
-    r, w = os.pipe()
-    waiter = os.fork()
+    waiter, r, w = _fork_into_pid_namespace()
     if waiter == 0:
-        os.close(r)
-        isolation.enter_pid_namespace(mount_proc=False)
         if os.fork() == 0:  # the daemon
             os.setsid()
             os.write(w, f"{_outer_pid()}\n".encode())
@@ -391,14 +393,8 @@ def test_a_daemon_dies_with_its_worker_through_the_pid_namespace():
 def test_the_waiter_ends_as_the_candidate_did(how, expect):
     """The worker sees the candidate's own end (its code, its signal), and the signals it sends
     (the stack dump's) reach the candidate through the waiter and the namespace's init."""
-    caps = capabilities.probe()
-    if not caps.pidns:
-        pytest.skip(f"no PID namespace: {caps.notes}")
-    r, w = os.pipe()
-    waiter = os.fork()
+    waiter, r, w = _fork_into_pid_namespace()
     if waiter == 0:
-        os.close(r)
-        isolation.enter_pid_namespace(mount_proc=False)
         signal.signal(signal.SIGUSR2, lambda *_: os._exit(5))
         os.write(w, b"ready")
         if how == "exit":

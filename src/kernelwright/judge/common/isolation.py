@@ -10,12 +10,13 @@ import os
 import resource
 import signal
 
+from .procs import close_fds_except, die_with_parent
+
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
 except OSError:  # not Linux / no libc: every layer reports "unavailable"
     _libc = None
 
-_PR_SET_PDEATHSIG = 1
 _PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
 
 CLONE_NEWNS = 0x00020000
@@ -144,10 +145,10 @@ def enter_pid_namespace(mount_proc: bool = True) -> tuple[str | None, str | None
     init = os.fork()
     if init:  # the waiter: outside the new namespace
         os.close(status_w)
-        _close_fds_but(status_r)
+        close_fds_except(status_r)
         _wait_forward(init, status_r)
     os.close(status_r)
-    _die_with_parent()
+    die_with_parent()
     kind, why = prefix + "pid", map_why
     if mount_proc:  # the mount shows the namespace of the process that mounts: PID 1's
         kind += "+mnt"
@@ -160,28 +161,14 @@ def enter_pid_namespace(mount_proc: bool = True) -> tuple[str | None, str | None
             why = "; ".join(filter(None, [why, f"private /proc not mounted ({errno.errorcode.get(err, err)})"]))
     inner = os.fork()
     if inner:
-        _close_fds_but(status_w)
+        close_fds_except(status_w)
         _init(inner, status_w)
     os.close(status_w)
-    _die_with_parent()
+    die_with_parent()
     return kind, why
 
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
-
-
-def _die_with_parent() -> None:
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def _close_fds_but(keep: int) -> None:
-    try:
-        max_fd = os.sysconf("SC_OPEN_MAX")
-    except (ValueError, OSError):
-        max_fd = 4096
-    os.closerange(3, keep)
-    os.closerange(keep + 1, max_fd)
 
 
 def _forward_to(pid: int) -> None:
@@ -217,7 +204,7 @@ def _wait_forward(init: int, status_r: int):
     """The waiter: wait for the namespace's init, then end as the inner process ended (killed by
     the same signal, or its exit code); when init died without a word (killed), as init did."""
     _forward_to(init)
-    _die_with_parent()
+    die_with_parent()
     try:  # it may end by the candidate's signal: no core dump of this copy of the worker
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (ValueError, OSError):

@@ -28,6 +28,17 @@ def die_with_parent() -> None:
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def close_fds_except(keep: int) -> None:
+    """Close every descriptor but stdio and `keep`: a forked child drops what it inherited (the
+    worker's channel to the coordinator, other children's pipes)."""
+    try:
+        max_fd = os.sysconf("SC_OPEN_MAX")
+    except (ValueError, OSError):
+        max_fd = 4096
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max_fd)
+
+
 def make_undumpable() -> None:
     """Trusted processes (worker, reference child) hold reference outputs and pristine inputs: a
     non-dumpable process's memory cannot be read through /proc/<pid>/mem or ptrace by another

@@ -45,7 +45,7 @@ def child_main(conn_fd: int, role: str, task, device: str, log_path: str, option
         if role == "candidate":
             procs.make_dumpable()
             procs.limit_file_size(int(options.max_file_bytes))
-        _close_fds_except(conn_fd)
+        procs.close_fds_except(conn_fd)  # a candidate talks to nothing but its own worker pipe
         _redirect_stdio(log_path)
         # Confined now, while this is the process's only thread (in a PID namespace of its own,
         # this process goes on as its PID 2); its caches are pointed into its scratch, then the
@@ -86,17 +86,6 @@ def _use_triton_cache(path: str | None) -> None:
         knobs.cache.dir = path
     except Exception:  # noqa: BLE001 - no knobs (Triton < 3.4): the variable is what it reads
         pass
-
-
-def _close_fds_except(keep: int) -> None:
-    """Drop every inherited descriptor (the worker's channel to the coordinator, the other child's
-    pipe): a candidate must not be able to talk to anything but its own worker pipe."""
-    try:
-        max_fd = os.sysconf("SC_OPEN_MAX")
-    except (ValueError, OSError):
-        max_fd = 4096
-    os.closerange(3, keep)
-    os.closerange(keep + 1, max_fd)
 
 
 def _redirect_stdio(log_path: str) -> None:
