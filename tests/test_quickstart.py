@@ -178,6 +178,25 @@ def test_readme_quickstart_in_a_fresh_venv(tmp_path):
     for command in run_commands:
         sh(command)
 
+    # The agent section: `pip install -e ".[llm]"`, then `generate` against a local
+    # OpenAI-compatible server (the scripted one, answering with the built-in softmax kernel) and
+    # `bench-report` on its run, as a new user following "Writing kernels with the agent" would.
+    readme = (ROOT / "README.md").read_text()
+    assert 'pip install -e ".[llm]"' in readme and "kernelwright bench-report RUN_DIR" in readme
+    link_distributions(declared_distributions(project["dependencies"] + project["optional-dependencies"]["llm"],
+                                              set()), deps, env_dir / "bin", python)
+    from kernelwright.llm.testing import ScriptedServer
+
+    kernel = (ROOT / "src/kernelwright/suites/builtin/triton_refs/softmax.py").read_text()
+    run = tmp_path / "run"
+    with ScriptedServer({"default": {"content": f"```python\n{kernel}```"}}) as server:
+        sh(f"kernelwright generate --task softmax --model openai-compatible/scripted --base-url "
+           f"{server.openai_base_url} --iterations 2 --no-cache -o {shlex.quote(str(run))}")
+        assert server.requests, "generate sent no request to the model"
+    assert list((run / "best").rglob("*.py")), "no verified kernel in best/"
+    report = sh(f"kernelwright bench-report {shlex.quote(str(run))}").stdout
+    assert report.startswith("generate") and "| 1 | 1.000 (1/1) | 1.000 (1/1) |" in report, report[-2000:]
+
     # The test block: `pip install -e ".[dev]"` first, as its comment says; then collect.
     link_distributions(declared_distributions(project["dependencies"] + project["optional-dependencies"]["dev"],
                                               set()), deps, env_dir / "bin", python)

@@ -148,7 +148,7 @@ def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str,
     names = sorted({ref_name(r) for r in spec.task_refs} | set(spec.unsupported))
     report = scaling(store.attempts(), names, spec.settings.runs, spec.settings.iterations, spec.unsupported)
     cost, tokens = store.spend()
-    report.update({"suite": spec.suite, "mode": spec.mode, "model": spec.model, "settings": spec.to_dict()["settings"],
+    report.update({"command": spec.command, "suite": spec.suite, "mode": spec.mode, "model": spec.model, "settings": spec.to_dict()["settings"],
                    "unsupported": spec.unsupported, "tokens": tokens, "cost_usd": cost,
                    "llm_calls": store.call_count()})
     if judge is not None:
@@ -169,7 +169,7 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
         print(json.dumps(dict(report, run_dir=str(store.run_dir), errors=errors), indent=2, default=str))
         return
     console = Console()
-    console.print(f"[bold]{escape(report['suite'] or 'bench')}[/], mode {escape(report['mode'])}, "
+    console.print(f"[bold]{escape(report['suite'] or report.get('command') or 'bench')}[/], mode {escape(report['mode'])}, "
                   f"{report['tasks']} tasks × {report['runs']} runs × {report['iterations']} iterations "
                   f"({len(report['unsupported'])} unsupported here, counted as failures)", highlight=False)
     console.print("\n[bold]sequential scaling[/] (all runs)")
@@ -212,19 +212,20 @@ def failures(store, report: dict[str, Any]) -> list[tuple[str, str]]:
 
 @app.command("bench-report", short_help="The metrics of a bench run, from its store.")
 def bench_report_command(
-    run_dir: Annotated[Path, typer.Argument(help="a bench run directory")],
+    run_dir: Annotated[Path, typer.Argument(help="the directory of a bench, generate or optimize run")],
     as_json: JsonOpt = False,
 ) -> None:
-    """The metrics of a bench run (per iteration, per run count, after tuning), recomputed from
-    its store without re-running anything; rewrites metrics.json.
+    """The metrics of an agent run (per iteration, per run count, after tuning), recomputed from
+    its store without re-running anything; rewrites metrics.json. Any agent run: a `generate` or
+    `optimize` run is a bench of its own tasks.
 
-    Exit status: 0 shown, 2 not a bench run directory.
+    Exit status: 0 shown, 2 not an agent run directory.
     """
     from ..agent.app import open_run
     from ..store import StoreError
 
     try:
-        store, spec = open_run(run_dir, None, resume=True, command="bench")
+        store, spec = open_run(run_dir, None, resume=True)
     except StoreError as exc:
         raise _error(str(exc), as_json) from None
     previous = {}
