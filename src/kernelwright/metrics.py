@@ -11,7 +11,12 @@ Every metric is a `Metric` that states its numerator and denominator. Definition
 - geomean speedup: geometric mean of the same per-task speedups over the same tasks.
 - fast_p: tasks that are correct AND have speedup > p / all tasks (KernelBench). A correct task
   whose speedup was not measured counts as fast for p = 0 (so fast_0 equals execution accuracy,
-  as in KernelBench) and as not fast for every p > 0.
+  as in KernelBench) and as not fast for every p > 0. When correct tasks exist but none was
+  timed, fast_p for p > 0 is None (unknown, not 0), with the reason in `why`.
+
+A metric that cannot be computed has value None and says why (`Metric.why`): no task, no correct
+task, nothing timed. A caller that knows the run timed nothing (`summarize(untimed=...)`: the CPU
+interpreter, --no-perf) has every speed metric None with that reason, even without a correct task.
 - pass@k: the unbiased estimator 1 - C(n-c, k) / C(n, k) per task (n candidates, c of them
   passing), averaged over all tasks (Codex, Chen et al. 2021).
 
@@ -123,6 +128,7 @@ class Metric:
     numerator: float | None  # count (or sum) such that value = numerator / denominator; None for geomean
     denominator: int
     denominator_note: str
+    why: str | None = None   # why value is None ("no correct task was timed", ...); None when it is not
 
 
 def _population(outcomes: Outcomes, exclude_unsupported: bool) -> tuple[list[TaskOutcome], str]:
@@ -143,7 +149,14 @@ def _population(outcomes: Outcomes, exclude_unsupported: bool) -> tuple[list[Tas
 
 def _fraction(name: str, hits: int, population: list[TaskOutcome], note: str) -> Metric:
     n = len(population)
-    return Metric(name, hits / n if n else None, hits, n, note)
+    return Metric(name, hits / n if n else None, hits, n, note, None if n else "no task")
+
+
+UNTIMED = "no correct task was timed"
+
+
+def _no_speed_why(pop: list[TaskOutcome]) -> str:
+    return UNTIMED if any(o.ok_correct for o in pop) else "no correct task"
 
 
 def call_accuracy(outcomes: Outcomes, exclude_unsupported: bool = False) -> Metric:
@@ -156,29 +169,36 @@ def execution_accuracy(outcomes: Outcomes, exclude_unsupported: bool = False) ->
     return _fraction("execution accuracy", sum(o.ok_correct for o in pop), pop, note)
 
 
-def _timed(outcomes: Outcomes, exclude_unsupported: bool) -> tuple[list[float], str]:
+def _timed(outcomes: Outcomes, exclude_unsupported: bool) -> tuple[list[float], str, str | None]:
+    """The measured speedups of the correct tasks, the note, and why there are none (None: some)."""
     pop, note = _population(outcomes, exclude_unsupported)
     speeds = [o.speedup for o in pop if o.ok_correct and o.speedup is not None]
     untimed = sum(o.ok_correct and o.speedup is None for o in pop)
     head = f"{len(speeds)} correct tasks with a measured speedup, of {note}"
-    return speeds, head + (f"; {untimed} correct but untimed left out" if untimed else "")
+    return (speeds, head + (f"; {untimed} correct but untimed left out" if untimed else ""),
+            None if speeds else _no_speed_why(pop))
 
 
 def geak_speedup(outcomes: Outcomes, exclude_unsupported: bool = False) -> Metric:
-    speeds, note = _timed(outcomes, exclude_unsupported)
+    speeds, note, why = _timed(outcomes, exclude_unsupported)
     total = float(sum(speeds))
-    return Metric("GEAK speedup", total / len(speeds) if speeds else None, total, len(speeds), note)
+    return Metric("GEAK speedup", total / len(speeds) if speeds else None, total if speeds else None,
+                  len(speeds), note, why)
 
 
 def geomean_speedup(outcomes: Outcomes, exclude_unsupported: bool = False) -> Metric:
-    speeds, note = _timed(outcomes, exclude_unsupported)
+    speeds, note, why = _timed(outcomes, exclude_unsupported)
     value = float(np.exp(np.mean(np.log(speeds)))) if speeds else None
-    return Metric("geomean speedup", value, None, len(speeds), note)
+    return Metric("geomean speedup", value, None, len(speeds), note, why)
 
 
 def fast_p(outcomes: Outcomes, p: float, exclude_unsupported: bool = False) -> Metric:
-    """Correct and speedup > p, over all tasks. Untimed correct tasks: fast for p = 0 only."""
+    """Correct and speedup > p, over all tasks. Untimed correct tasks: fast for p = 0 only; with
+    correct tasks and none timed, fast_p for p > 0 is unknown (None), not 0."""
     pop, note = _population(outcomes, exclude_unsupported)
+    correct = [o for o in pop if o.ok_correct]
+    if p > 0 and correct and all(o.speedup is None for o in correct):
+        return Metric(f"fast_{p:g}", None, None, len(pop), note, UNTIMED)
     hits = sum(o.ok_correct and (o.speedup > p if o.speedup is not None else p == 0) for o in pop)
     return _fraction(f"fast_{p:g}", hits, pop, note)
 
@@ -228,13 +248,20 @@ class Summary:
 
 
 def summarize(grouped: Outcomes, exclude_unsupported: bool = False,
-              ps: Sequence[float] = (0, 1, 1.5, 2), ks: Sequence[int] = (1,)) -> Summary:
-    """All metrics in report order, plus every task that was not judged, with its reason."""
+              ps: Sequence[float] = (0, 1, 1.5, 2), ks: Sequence[int] = (1,), untimed: str = "") -> Summary:
+    """All metrics in report order, plus every task that was not judged, with its reason.
+    `untimed`: why the run timed nothing ("CPU interpreter"): when no speedup was measured, the
+    speedups and fast_p (p > 0) are None with that reason, also when no task was correct (a 0
+    there would read as "measured, and none fast")."""
     groups = group(grouped)
     x = exclude_unsupported
-    metrics = [call_accuracy(groups, x), execution_accuracy(groups, x),
-               geak_speedup(groups, x), geomean_speedup(groups, x)]
-    metrics += [fast_p(groups, p, x) for p in ps]
+    speed = [geak_speedup(groups, x), geomean_speedup(groups, x)]
+    fast = [fast_p(groups, p, x) for p in ps]
+    if untimed and not speed[0].denominator:
+        why = f"nothing was timed ({untimed})"
+        speed = [replace(m, value=None, numerator=None, why=why) for m in speed]
+        fast = [replace(m, value=None, numerator=None, why=why) if p > 0 else m for p, m in zip(ps, fast)]
+    metrics = [call_accuracy(groups, x), execution_accuracy(groups, x), *speed, *fast]
     metrics += [pass_at_k_suite(groups, k, "correct", x) for k in ks]
     not_judged = [o for o in (best_of(t, c) for t, c in groups.items()) if not o.judged]
     return Summary(metrics, not_judged, exclude_unsupported)
@@ -253,7 +280,8 @@ def format_table(metrics: Sequence[Metric] | Summary) -> str:
     lines = ["| metric | value | n/d | denominator |", "|---|---|---|---|"]
     for m in rows:
         frac = f"{_fmt(m.numerator)}/{m.denominator}" if m.numerator is not None else f"-/{m.denominator}"
-        lines.append(f"| {m.name} | {_fmt(m.value)} | {frac} | {m.denominator_note} |")
+        why = f" ({m.why})" if m.why and m.value is None else ""
+        lines.append(f"| {m.name} | {_fmt(m.value)} | {frac} | {m.denominator_note}{why} |")
     if isinstance(metrics, Summary) and metrics.not_judged:
         lines.append("")
         lines.append("Tasks not judged:")

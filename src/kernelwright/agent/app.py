@@ -124,6 +124,14 @@ def knowledge_for(device_info: dict, backend: str, config_path: Path | None) -> 
     return name, knowledge_text("cpu" if backend == "cpu" else backend, spec)
 
 
+def untimed_reason(perf: bool | None, backend: str) -> str:
+    """Why the judge times nothing on this run ("": it times), as the judge decides it
+    (JudgeOptions.resolved: None times on GPUs, not under the CPU interpreter)."""
+    if perf is None:
+        return "CPU interpreter" if backend == "cpu" else ""
+    return "" if perf else "--no-perf"
+
+
 def run_session(spec: RunSpec, store: RunStore, llm: LLM, judge: Judge, *, device_info: dict, backend: str,
                 config_path: Path | None = None, on_event: Callable[[str, dict], None] = lambda k, d: None,
                 concurrency: int | None = None, session_hook: Callable[[AgentSession], None] | None = None
@@ -137,7 +145,9 @@ def run_session(spec: RunSpec, store: RunStore, llm: LLM, judge: Judge, *, devic
         llm=llm, judge=judge, store=store, prompts=PromptLibrary(spec.prompts_dir), settings=spec.settings,
         budget=Budget(store, spec.run_limits, spec.task_limits), backend_name=backend_name, knowledge=knowledge,
         retrieve=make_retrieve([Path(p) for p in spec.corpus]) if spec.settings.one_shot else None,
-        on_event=on_event)
+        on_event=on_event, untimed=untimed_reason(spec.perf, backend))
+    # metrics.json (bench-report, later and elsewhere) says why nothing was timed
+    store.put_meta("untimed", ctx.untimed)
     session = AgentSession(store, tasks, ctx, spec.start_codes,
                            concurrency or max(1, len(tasks) * spec.settings.runs))
     if session_hook is not None:

@@ -7,6 +7,10 @@
                                    the debugging trap: a fresh approach (or the optimizer, once
                                    a correct kernel exists)
 
+When candidates are not timed (the CPU interpreter, --no-perf) the optimizer is never asked: a
+run stops at its first verified kernel, since no answer's gain could be measured. A given
+starting kernel (optimize) that fails ends the run before any call unless fix_start is set.
+
 Each iteration is one candidate. The memory is re-read from the store at the start, so a killed
 run resumes where it stopped; every prompt is a pure function of the stored attempts, so the
 resumed run's calls are the same requests and the response cache answers them for free.
@@ -55,6 +59,7 @@ class AgentSettings:
     optimizer: bool = True
     tune: bool = False             # the LLM-free tuning pass on each run's best kernel
     tune_variants: int = 12
+    fix_start: bool = False        # optimize: a failing starting kernel is fixed (else the run stops at once)
 
     def __post_init__(self) -> None:
         if self.iterations < 1 or self.runs < 1:
@@ -88,22 +93,28 @@ class RunContext:
     # the session's judging turns: a candidate judged again after its judging killed the run is
     # judged alone (agent/judging.py)
     turns: JudgeTurns = field(default_factory=JudgeTurns)
+    # why candidates are not timed ("": they are): no gain can be measured, so a run stops at
+    # its first verified kernel instead of paying for optimizer answers
+    untimed: str = ""
 
 
-def plan_next(memory: TaskMemory, settings: AgentSettings) -> Plan | None:
-    """What the next attempt is, from the attempts so far; None: the run is done."""
+def plan_next(memory: TaskMemory, settings: AgentSettings, timed: bool = True) -> Plan | None:
+    """What the next attempt is, from the attempts so far; None: the run is done. Untimed
+    (`timed` False), a correct kernel ends the run: the optimizer's gain could not be measured."""
     last = memory.last
     if last is None:
         return Plan(Mode.GENERATE, 0, None)
+    if last.mode == Mode.GIVEN and not last.passed and not settings.fix_start:
+        return None  # the user's kernel is broken: fixing it is paid for only when asked
     best = memory.best()
     if last.passed:
-        if not settings.optimizer:
-            return None  # correct, and nothing more to do without the optimizer
+        if not settings.optimizer or not timed:
+            return None  # correct, and nothing more to do without the optimizer or timing
         assert best is not None  # the last attempt passed: a correct kernel exists
         return Plan(Mode.OPTIMIZE, last.line + 1, best.index)
     if memory.failed_fixes() >= settings.max_debug_attempts:
         # the debugging trap: abandon this line
-        if best is not None and settings.optimizer:
+        if best is not None and settings.optimizer and timed:
             return Plan(Mode.OPTIMIZE, last.line + 1, best.index)
         return Plan(Mode.FRESH, last.line + 1, None)
     with_code = [a for a in memory.line_attempts() if a.code is not None]
@@ -134,9 +145,9 @@ class TaskRun:
         while self._llm_attempts(memory) < settings.iterations:
             if self.ctx.stopping():
                 return "interrupted"  # not stored: a resumed run continues this task-run
-            plan = plan_next(memory, settings)
+            plan = plan_next(memory, settings, timed=not self.ctx.untimed)
             if plan is None:
-                reason = "correct (optimizer off)"
+                reason = self._done_reason(memory)
                 break
             spent = self.ctx.budget.exhausted(self.task.name)
             if spent:
@@ -165,6 +176,16 @@ class TaskRun:
         result = tune(self.task, memory.best(), judge, budget, next_index=len(memory), run=self.run)
         self.ctx.on_event("tuned", {"task": self.task.name, "run": self.run, "result": result})
         return self._record(memory, result.attempt) if result.attempt is not None else memory
+
+    def _done_reason(self, memory: TaskMemory) -> str:
+        """Why plan_next ended the run (stored, and shown in results and the summary)."""
+        last = memory.last
+        assert last is not None  # plan_next ends a run only after an attempt
+        if last.mode == Mode.GIVEN and not last.passed:
+            return f"your kernel failed ({last.kind}): nothing was asked of the model (--fix-start has it fixed)"
+        if not self.ctx.settings.optimizer:
+            return "correct (optimizer off)"
+        return f"verified; speed not measured ({self.ctx.untimed}): stopped at the first verified kernel"
 
     @staticmethod
     def _llm_attempts(memory: TaskMemory) -> int:

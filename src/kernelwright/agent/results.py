@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
@@ -94,6 +95,8 @@ def write_outputs(store: RunStore, tasks: list[str], runs: int) -> list[TaskResu
         "pass_at_k": {k: _mean([r.pass_at_k.get(k) for r in results]) for k in range(1, runs + 1)},
         "speedup_mean": _mean([r.best["speedup"] for r in results if r.best and r.best["speedup"] is not None]),
         "tokens": total_tokens, "cost_usd": total_cost, "llm_calls": sum(r.llm_calls for r in results),
+        # why the task-runs stopped (a budget, the first verified kernel when nothing is timed...), counted
+        "ended": dict(Counter(v["reason"] for (t, _), v in sorted(ended.items()) if t in by_task)),
     }
     (store.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return results

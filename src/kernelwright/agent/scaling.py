@@ -11,7 +11,8 @@ its speedup is the best verified one. Over the first n runs of each task:
 - pass@k, for every k ≤ n, treats each run as one sample (the unbiased estimator).
 
 Tasks that cannot run here (`unsupported`) stay in every denominator as failures, like
-`judge-suite` counts them; every metric carries its denominator.
+`judge-suite` counts them; every metric carries its denominator, and a metric that cannot be
+computed is None with the reason (`why`: in a run that timed nothing, every speed metric).
 """
 
 from __future__ import annotations
@@ -68,34 +69,35 @@ class Point:
 
 
 def point(by_task: dict[str, dict[int, list[Attempt]]], unsupported: dict[str, str], iterations: int | None,
-          runs: int, tuned: bool = False) -> Point:
+          runs: int, tuned: bool = False, untimed: str = "") -> Point:
     grouped: dict[str, list[TaskOutcome]] = {}
     for task, per_run in by_task.items():
         if task in unsupported:
             grouped[task] = [TaskOutcome(task, False, False, None, status="unsupported", reason=unsupported[task])]
             continue
         grouped[task] = [run_outcome(task, per_run.get(r, []), iterations, tuned) for r in range(runs)]
-    summary = summarize(grouped, ps=FAST_PS, ks=tuple(range(1, runs + 1)))
+    summary = summarize(grouped, ps=FAST_PS, ks=tuple(range(1, runs + 1)), untimed=untimed)
     metrics = {m.name: {"value": m.value, "numerator": m.numerator, "denominator": m.denominator,
-                        "note": m.denominator_note} for m in summary.metrics}
+                        "note": m.denominator_note, "why": m.why} for m in summary.metrics}
     best = [max((o.speedup for o in outs if o.correct and o.speedup is not None), default=None)
             for outs in grouped.values()]
     return Point(iterations, runs, tuned, metrics, geomean_ci([s for s in best if s is not None]))
 
 
 def scaling(attempts: Iterable[Attempt], tasks: Sequence[str], runs: int, iterations: int,
-            unsupported: dict[str, str] | None = None) -> dict[str, Any]:
+            unsupported: dict[str, str] | None = None, untimed: str = "") -> dict[str, Any]:
     """Every point of both curves: per iteration t (with all N runs), per run count n (with all
-    iterations), and the final point after the tuning pass."""
+    iterations), and the final point after the tuning pass. `untimed`: why the run timed nothing
+    ("" when it timed), which its speed metrics give as the reason they are None."""
     unsupported = unsupported or {}
     by_task: dict[str, dict[int, list[Attempt]]] = {t: {} for t in tasks}
     for a in attempts:
         if a.task in by_task:
             by_task[a.task].setdefault(a.run, []).append(a)
-    per_iteration = [point(by_task, unsupported, t, runs) for t in range(1, iterations + 1)]
-    per_runs = [point(by_task, unsupported, iterations, n) for n in range(1, runs + 1)]
+    per_iteration = [point(by_task, unsupported, t, runs, untimed=untimed) for t in range(1, iterations + 1)]
+    per_runs = [point(by_task, unsupported, iterations, n, untimed=untimed) for n in range(1, runs + 1)]
     has_tuning = any(a.mode == Mode.TUNE for per_run in by_task.values() for a_list in per_run.values() for a in a_list)
-    tuned = point(by_task, unsupported, iterations, runs, tuned=True) if has_tuning else None
+    tuned = point(by_task, unsupported, iterations, runs, tuned=True, untimed=untimed) if has_tuning else None
     return {"tasks": len(tasks), "runs": runs, "iterations": iterations,
             "per_iteration": [asdict(p) for p in per_iteration], "per_runs": [asdict(p) for p in per_runs],
             "tuned": asdict(tuned) if tuned else None}
@@ -113,7 +115,7 @@ def table(points: Sequence[dict[str, Any]], key: str) -> str:
         geo_s = "-" if geo is None else f"{geo:.3f}" + (f" [{ci[0]:.3f}-{ci[1]:.3f}]" if ci else "")
         rows.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
             p[key], _frac(m["call accuracy"]), _frac(m["execution accuracy"]), _num(m["GEAK speedup"]["value"]),
-            geo_s, _frac(m["fast_1"]) if m["GEAK speedup"]["denominator"] else "-", _num(m["pass@1"]["value"]), _num(m[f"pass@{runs}"]["value"])))
+            geo_s, _frac(m["fast_1"]), _num(m["pass@1"]["value"]), _num(m[f"pass@{runs}"]["value"])))
     return "\n".join(rows)
 
 

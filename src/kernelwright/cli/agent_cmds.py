@@ -68,6 +68,8 @@ ReflectOpt = Annotated[bool, typer.Option("--reflection/--no-reflection", help="
 TuneFlagOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="after the LLM iterations, sweep the best kernel's launch parameters (no LLM)")]
 PerfOpt = Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs, not under the CPU interpreter)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the summary as JSON")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="with --perf under the CPU interpreter: time anyway (refused by default: slow, and it says nothing about GPU speed)")]
+FixStartOpt = Annotated[bool, typer.Option("--fix-start", help="if your kernel fails the judge, have the agent fix it (default: stop with its verdict, exit 2, before any LLM call)")]
 TaskOpt = Annotated[Optional[str], typer.Option("--task", "-t", help="task name, task file, or a suite's task (with --suite)")]
 SuiteOpt = Annotated[str, typer.Option("--suite", "-s", help="suite of --task: builtin, tritonbench-revised, rocm, kernelbench, tritonbench-t")]
 PathOpt = Annotated[Optional[Path], typer.Option("--path", "-p", help="the suite's checkout (for suites other than builtin)")]
@@ -105,7 +107,7 @@ def generate_command(
     task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
     task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
     device: DeviceOpt = AGENT.device, judge_seeds: JudgeSeedsOpt = AGENT.judge_seeds,
-    judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf,
+    judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox,
     out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
@@ -123,6 +125,7 @@ def generate_command(
 def optimize_command(
     ctx: typer.Context,
     kernel: Annotated[Optional[Path], typer.Argument(help="your working Triton kernel (a file defining the task's entry point)")] = AGENT.kernel,
+    fix_start: FixStartOpt = AGENT.fix_start,
     task: TaskOpt = AGENT.task, suite: SuiteOpt = AGENT.suite, path: PathOpt = AGENT.path,
     model: ModelOpt = AGENT.model, base_url: BaseUrlOpt = AGENT.base_url, no_cache: NoCacheOpt = AGENT.no_cache,
     offline: OfflineOpt = AGENT.offline, config_path: ConfigOpt = AGENT.config_path,
@@ -136,7 +139,7 @@ def optimize_command(
     task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
     task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
     device: DeviceOpt = AGENT.device, judge_seeds: JudgeSeedsOpt = AGENT.judge_seeds,
-    judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf,
+    judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox,
     out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
@@ -144,8 +147,13 @@ def optimize_command(
     """Make your working Triton kernel faster: the agent starts from it and returns a faster
     verified kernel, or says that none was found.
 
-    Exit status: 0 a faster verified kernel was found, 1 none, 2 usage error, 3 the judge could
-    not decide (your kernel's task reference failed), 130 interrupted (--resume RUN_DIR).
+    Your kernel is judged first: if it fails, the run stops with its verdict (exit 2) before any
+    LLM call, unless --fix-start asks the agent to fix it. Optimizing needs timing: under the CPU
+    interpreter pass --perf --force (slow; the estimate is printed).
+
+    Exit status: 0 a faster verified kernel was found, 1 none, 2 usage error (also: your kernel
+    fails, without --fix-start), 3 the judge could not decide (your kernel's task reference
+    failed), 130 interrupted (--resume RUN_DIR).
     """
     _agent_command("optimize", AgentOptions.from_params(ctx.params))  # no --optimizer: always on
 
@@ -204,20 +212,24 @@ def _task_and_start(command: str, opts: AgentOptions):
             raise ValueError(f"{kernel}: no such file")
         from ..judge import detect_backend
 
-        if detect_backend(opts.device)[0] == "cpu" and not opts.perf:
-            raise ValueError("optimize needs timing, and the CPU interpreter times nothing by default: run it "
-                             "on a GPU, or pass --perf to time under the interpreter (slow; interpreter times "
-                             "say nothing about GPU speed)")
+        if opts.perf is False or (detect_backend(opts.device)[0] == "cpu" and not opts.perf):
+            raise ValueError("optimize needs timing, and " + ("--no-perf times nothing" if opts.perf is False else
+                             "the CPU interpreter times nothing by default") + ": run it on a GPU, or pass --perf "
+                             "--force to time under the interpreter (slow; interpreter times say nothing about "
+                             "GPU speed)")
         task = load_task_or_exit(opts.task, opts.suite, opts.path)
+        _interpreter_timing(opts, task)
         return task, kernel.read_text(), opts.out or _default_out(task.name)
     if opts.task is not None:
         if opts.instruction or opts.entry or opts.reference:
             raise ValueError("give either --task, or an INSTRUCTION with --entry and --reference, not both")
         task = load_task_or_exit(opts.task, opts.suite, opts.path)
+        _interpreter_timing(opts, task)
         return task, None, opts.out or _default_out(task.name)
     if not (opts.instruction and opts.entry and opts.reference):
         raise ValueError('generate needs --task NAME, or "INSTRUCTION" --entry "name(args)" --reference ref.py '
                          "[--tests tests.py]")
+    _interpreter_timing(opts, None)  # before the task files are written: a refused run leaves nothing
     from ..tasks import TaskFileError, load_task_file
 
     name = opts.name or opts.entry.split("(")[0].strip()
@@ -227,6 +239,38 @@ def _task_and_start(command: str, opts: AgentOptions):
         return load_task_file(task_file), None, out
     except (UserTaskError, TaskFileError) as exc:
         raise ValueError(str(exc)) from None
+
+
+def _interpreter_timing(opts: AgentOptions, task) -> None:
+    """--perf under the CPU interpreter, as `eval` has it: refused without --force, with what it
+    would cost (`task` None: per perf case, the task is not built yet); with --force that cost is
+    said up front."""
+    from ..judge import DeviceUnavailable, JudgeOptions, detect_backend
+    from .judge_cmds import interpreter_perf_cost
+
+    if not opts.perf:
+        return
+    try:
+        if detect_backend(opts.device)[0] != "cpu":
+            return
+    except DeviceUnavailable:
+        return  # the judge pool says so, with the usual message
+    blocks = JudgeOptions().perf_blocks
+    per_case = 2 * (2 * blocks + 2)  # each side: the perf-size check, a warm-up, two calls per block
+    kernels = opts.runs * (opts.iterations + (opts.kernel is not None))
+    if task is None:
+        cost = f"each perf case of the task takes at least {per_case} calls at perf sizes, per timed kernel"
+    else:
+        calls, low, high = interpreter_perf_cost(task, blocks)
+        cost = (f"task {task.name} has {len(task.perf_cases)} perf case(s): at least {calls} calls at perf sizes "
+                f"per timed kernel, about {low:.0f}-{high:.0f} min each, for up to {kernels} kernels "
+                f"(about {kernels * low:.0f}-{kernels * high:.0f} min)")
+    if not opts.force:
+        raise ValueError(f"--perf under Triton's CPU interpreter refused: {cost}. Timing the interpreter says "
+                         "nothing about the kernel's speed on a GPU; run it on a GPU machine, or add --force to "
+                         "time it here anyway")
+    Console(stderr=True).print(f"[yellow]--force:[/] timing under the CPU interpreter: {escape(cost)}",
+                               highlight=False)
 
 
 def _llm_flags(opts: AgentOptions, spec: Any = None) -> dict[str, Any]:
@@ -263,6 +307,13 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None, i
     except DeviceUnavailable as exc:
         store.close()
         raise _error(str(exc), as_json) from None
+    from ..agent.app import untimed_reason
+
+    untimed = untimed_reason(spec.perf, pool.backend)
+    if untimed:  # said up front: the run ends sooner than --iterations suggests
+        where = "under the CPU interpreter" if untimed == "CPU interpreter" else f"({untimed})"
+        Console(stderr=True).print(f"speed is not measured {where}: the run stops at the first verified kernel",
+                                   highlight=False)
     progress = AgentProgress(len(spec.task_refs), spec.settings.runs, spec.settings.iterations, quiet=as_json)
     meter = JudgeMeter(pool, pool.n_workers)
     try:
@@ -317,18 +368,40 @@ def _report(store, spec, results, errors, as_json: bool) -> int:
         code = EXIT_FOUND if found else EXIT_NONE
     if all(x.best is None and x.best_unverified and x.best_unverified["kind"] == "judge_error" for x in results):
         code = EXIT_JUDGE_ERROR
+    failed_start = _start_failure(store, spec)
+    if failed_start is not None:
+        message, code = failed_start
     if as_json:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,
-                          "results": [_jsonable(x) for x in results], "errors": errors, "exit_code": code},
-                         indent=2, default=str))
+                          "results": [_jsonable(x) for x in results], "errors": errors, "exit_code": code,
+                          **({"error": message} if failed_start else {})}, indent=2, default=str))
         return code
     console = Console()
+    if failed_start is not None:
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+        console.print(f"run directory: {escape(str(store.run_dir))}  (your kernel's verdict in run.sqlite)")
+        return code
     for x in results:
         _print_result(console, store, spec, x)
     for e in errors:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
     console.print(f"run directory: {escape(str(store.run_dir))}  (results.jsonl, summary.json, best/, run.sqlite)")
     return code
+
+
+def _start_failure(store, spec) -> tuple[str, int] | None:
+    """optimize without --fix-start, when the user's kernel failed: (the error with its verdict,
+    the exit status: 2, or 3 when the judge could not decide). The run stopped before any call."""
+    if spec.command != "optimize" or spec.settings.fix_start:
+        return None
+    failed = {a.task: a for a in reversed(store.attempts()) if a.mode == Mode.GIVEN and not a.passed}
+    if not failed:
+        return None
+    verdicts = "; ".join(f"task {t}: {a.kind} - {a.reason[:400]}" for t, a in sorted(failed.items()))
+    message = (f"your kernel fails the judge ({verdicts}). Nothing was asked of the model: fix it, or pass "
+               "--fix-start to have the agent fix it")
+    judge_error = all(a.kind == "judge_error" for a in failed.values())
+    return message, EXIT_JUDGE_ERROR if judge_error else EXIT_USAGE
 
 
 def _jsonable(result) -> dict[str, Any]:
@@ -371,6 +444,10 @@ def _print_result(console: Console, store, spec, x) -> None:
             console.print(f"faster than your kernel ({x.given_speedup:.3f}x against the reference)")
         else:
             console.print(f"[yellow]no kernel faster than yours[/] ({x.given_speedup:.3f}x against the reference) was found")
+    for reason in sorted(set(x.ended.values())):  # why the run stopped (before --iterations, often)
+        runs = sorted(r for r, why in x.ended.items() if why == reason)
+        console.print(f"stopped: {escape(reason)}" + (f" (runs {', '.join(runs)})" if x.runs > 1 else ""),
+                      highlight=False)
     pk = ", ".join(f"pass@{k} {v:.2f}" for k, v in x.pass_at_k.items())
     console.print(f"attempts {x.attempts} over {x.runs} run(s), {pk}; LLM calls {x.llm_calls}, tokens {x.tokens}, "
                   f"cost ${x.cost_usd:.4f}", highlight=False)

@@ -1,6 +1,9 @@
 """Live progress of an agent run (generate, optimize, bench): attempts done of the planned total,
 tasks finished and how many of them have a verified kernel, the best speedups, tokens and cost,
-and the estimated time and cost to finish. Fed by the session's events, from many threads."""
+and the estimated time and cost to finish. Fed by the session's events, from many threads.
+
+On a terminal it is a live bar; elsewhere (a pipe, CI, --json) a line per event on stderr, so a
+long run (a kernel timed under the interpreter for minutes) never looks hung."""
 
 from __future__ import annotations
 
@@ -34,10 +37,13 @@ class AgentProgress:
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("{task.fields[status]}"), console=console, disable=quiet or not console.is_terminal)
+        self._lines = console if quiet or not console.is_terminal else None
         self._bar = self._progress.add_task("attempts", total=self.total, status="starting the judge")
 
     def __enter__(self) -> "AgentProgress":
         self._progress.__enter__()
+        if self._lines is not None:
+            self._lines.print(f"[0:00] starting the judge; {self.total} iterations planned", highlight=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -47,6 +53,10 @@ class AgentProgress:
         with self._lock:
             latest = self._apply(kind, data)
             self._progress.update(self._bar, completed=self.done, status=self._status(latest))
+            if self._lines is not None:
+                elapsed = int(time.monotonic() - self._started)
+                self._lines.print(f"[{elapsed // 60}:{elapsed % 60:02d}] {latest}", markup=False, highlight=False,
+                                  soft_wrap=True)
 
     def _apply(self, kind: str, data: dict[str, Any]) -> str:
         if kind == "call":
@@ -61,7 +71,8 @@ class AgentProgress:
             if a.passed:
                 old = self.best.get(a.task)
                 self.best[a.task] = a.speedup if old is None or (a.speedup or 0) > old else old
-            return f"{a.task} run {a.run} attempt {a.index} ({a.mode}): {a.kind}"
+            speed = f", {a.speedup:.3f}x" if a.passed and a.speedup is not None else ""
+            return f"{a.task} run {a.run} attempt {a.index} ({a.mode}): {a.kind}{speed}"
         if kind == "ended":
             self.ended[data["task"]] = self.ended.get(data["task"], 0) + 1
             # a run that ends early (correct without the optimizer, a budget) leaves iterations unplanned

@@ -146,11 +146,16 @@ def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str,
     from ..agent.scaling import scaling
 
     names = sorted({ref_name(r) for r in spec.task_refs} | set(spec.unsupported))
-    report = scaling(store.attempts(), names, spec.settings.runs, spec.settings.iterations, spec.unsupported)
+    # why nothing was timed, as the run recorded it (a run from before that record: known for --no-perf only)
+    recorded = store.get_meta("untimed")
+    untimed = recorded if recorded is not None else ("--no-perf" if spec.perf is False else "")
+    timed = not untimed if recorded is not None or untimed else None
+    report = scaling(store.attempts(), names, spec.settings.runs, spec.settings.iterations, spec.unsupported,
+                     untimed)
     cost, tokens = store.spend()
     report.update({"command": spec.command, "suite": spec.suite, "mode": spec.mode, "model": spec.model, "settings": spec.to_dict()["settings"],
                    "unsupported": spec.unsupported, "tokens": tokens, "cost_usd": cost,
-                   "llm_calls": store.call_count()})
+                   "llm_calls": store.call_count(), "timed": timed, "untimed_why": untimed or None})
     if judge is not None:
         report["judge"] = judge
     (store.run_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -172,6 +177,9 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
     console.print(f"[bold]{escape(report['suite'] or report.get('command') or 'bench')}[/], mode {escape(report['mode'])}, "
                   f"{report['tasks']} tasks × {report['runs']} runs × {report['iterations']} iterations "
                   f"({len(report['unsupported'])} unsupported here, counted as failures)", highlight=False)
+    if report.get("untimed_why"):
+        console.print(f"speed not measured ({escape(report['untimed_why'])}): no speedups, no fast_p above 0",
+                      highlight=False)
     console.print("\n[bold]sequential scaling[/] (all runs)")
     console.print(table(report["per_iteration"], "iterations"), markup=False, soft_wrap=True)
     console.print("\n[bold]parallel scaling[/] (all iterations)")

@@ -141,6 +141,7 @@ class AgentOptions:
     tests: Path | None = None
     name: str | None = None
     kernel: Path | None = None                    # optimize: the user's working kernel
+    fix_start: bool = False                       # optimize: fix the user's kernel when it fails
     task: str | None = None
     suite: str = "builtin"
     path: Path | None = None
@@ -182,6 +183,7 @@ class AgentOptions:
     judge_seeds: int = 3
     judge_base_seed: int | None = None
     perf: bool | None = None
+    force: bool = False                           # --perf under the CPU interpreter anyway
     timeout_scale: float = 1.0
     workers_per_device: int | None = None
     sandbox: str = "auto"
@@ -220,6 +222,8 @@ class AgentOptions:
                        "reflection": self.reflection, "optimizer": self.optimizer},
             max_debug_attempts=self.max_debug_attempts, temperature=self.temperature, tune=self.tune,
             tune_variants=self.tune_variants)
+        if self.fix_start:
+            settings = replace(settings, fix_start=True)
         return RunSpec(
             command, tuple(task_refs), model, settings,
             run_limits=Limits(self.max_cost, self.max_tokens, self.time_limit),
