@@ -68,6 +68,25 @@ def test_fast_p_untimed_correct_task():
     assert m.denominator == 1 and "1 correct but untimed left out" in m.denominator_note
 
 
+def test_nothing_timed_gives_none_with_why_not_zero():
+    # correct tasks, none timed: fast_p (p > 0) is unknown, not "0% fast"; fast_0 is exec accuracy
+    tasks = [T("a", True, True, None), T("b", True, False, None)]
+    f1 = fast_p(tasks, 1)
+    assert (f1.value, f1.numerator, f1.denominator, f1.why) == (None, None, 2, "no correct task was timed")
+    assert fast_p(tasks, 0).value == 0.5 and fast_p(tasks, 0).why is None
+    g = geak_speedup(tasks)
+    assert (g.value, g.numerator, g.why) == (None, None, "no correct task was timed")
+    assert geak_speedup(FIVE[3:]).why == "no correct task" and fast_p(FIVE[3:], 1).value == 0.0
+    # a run known to time nothing: every speed metric None with that reason, even with no correct task
+    s = {m.name: m for m in summarize({t.task: [t] for t in FIVE[3:]}, untimed="CPU interpreter").metrics}
+    assert s["fast_1"].value is None and s["fast_1"].why == "nothing was timed (CPU interpreter)"
+    assert s["fast_0"].value == 0.0 and s["GEAK speedup"].why == "nothing was timed (CPU interpreter)"
+    assert "| fast_1 | n/a | -/2 | 2 tasks (nothing was timed (CPU interpreter)) |" in format_table(list(s.values()))
+    # with a measured speedup, `untimed` changes nothing
+    timed = {m.name: m for m in summarize({t.task: [t] for t in FIVE}, untimed="CPU interpreter").metrics}
+    assert timed["fast_1"].numerator == 2 and timed["fast_1"].why is None
+
+
 def test_unsupported_counted_as_failure_by_default():
     tasks = FIVE + [UNSUP]
     m = call_accuracy(tasks)

@@ -74,6 +74,25 @@ def test_debugging_trap_fires_after_max_failed_fixes():
     assert (p.mode, p.parent, p.line) == ("optimize", 0, 2)
 
 
+def test_untimed_runs_stop_at_the_first_verified_kernel():
+    # nothing timed (the CPU interpreter): the optimizer's gain cannot be measured, so no optimizer
+    s = AgentSettings(max_debug_attempts=2)
+    ok = memory(att(0), att(1, "fix", parent=0, kind="passed"))
+    assert plan_next(ok, s, timed=False) is None and plan_next(ok, s).mode == "optimize"
+    assert plan_next(memory(att(0)), s, timed=False).mode == "fix"  # failing: still debugged
+    trap = memory(att(0, kind="passed"), att(1, "fix", parent=0), att(2, "fix", parent=1))
+    assert plan_next(trap, s, timed=False).mode != "optimize"
+
+
+def test_a_failing_given_kernel_ends_the_run_unless_fix_start():
+    given = memory(att(0, "given", kind="missing_entry_point", code=""))
+    assert plan_next(given, AgentSettings()) is None  # nothing is asked of the model
+    p = plan_next(given, AgentSettings(fix_start=True))
+    assert (p.mode, p.parent) == ("fix", 0)
+    passed = memory(att(0, "given", kind="passed", speedup=1.0))
+    assert plan_next(passed, AgentSettings()).mode == "optimize"
+
+
 def test_codeless_answers_count_as_failed_fixes_and_first_attempts_retry():
     s = AgentSettings(max_debug_attempts=3)
     m = memory(att(0, code=None, kind="no_code"))
