@@ -4,6 +4,7 @@ the CPU interpreter) in this process."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,9 @@ def spec(task_file: Path = TINY_ADD, command: str = "generate", start_code: str 
 
 def run_agent(out: Path, server, run_spec: RunSpec | None = None, resume: bool = False,
               judge_options: JudgeOptions | None = None, workers: int = 1):
+    if run_spec is not None and judge_options is not None and judge_options.perf is not None:
+        # the spec says what the judge does: a timed run (perf=True) keeps optimizing on the CPU
+        run_spec = replace(run_spec, perf=judge_options.perf)
     store, run_spec = open_run(out, run_spec, resume)
     llm = make_llm(run_spec, store, None, {"base_url": server.openai_base_url, "no_cache": True})
     with JudgePool("cpu", workers=workers, options=judge_options or JudgeOptions(seeds=1)) as pool:

@@ -166,7 +166,21 @@ def test_resume_continues_without_repeating_calls(tmp_path):
         roles = [role_of(r.prompt) for r in server.requests]
     assert first_requests == 1
     assert [(a.mode, a.kind) for a in resumed.attempts("tiny_add", 0)] == expected
-    assert roles == ["reflect", "fix", "optimize"]  # the first generate call was not sent again
+    # the first generate call was not sent again (untimed: the run ends at the verified fix)
+    assert roles == ["reflect", "fix"]
+
+
+def test_untimed_run_stops_at_the_first_verified_kernel(tmp_path):
+    """Nothing timed (the CPU interpreter, by default): no optimizer call is paid for, since its
+    gain could not be measured; the stored reason says why the run stopped."""
+    with ScriptedServer({"default": answer(GOOD)}) as server:
+        store, results = run_agent(tmp_path / "run", server, spec(iterations=3))
+    assert len(server.requests) == 1
+    reason = store.ended()[("tiny_add", 0)]["reason"]
+    assert "speed not measured (CPU interpreter)" in reason and "first verified kernel" in reason
+    assert results[0].ended == {"0": reason}
+    summary = json.loads((store.run_dir / "summary.json").read_text())
+    assert summary["ended"] == {reason: 1}
 
 
 def test_budget_stops_new_calls_and_keeps_the_best_verified_kernel(tmp_path):
@@ -175,7 +189,8 @@ def test_budget_stops_new_calls_and_keeps_the_best_verified_kernel(tmp_path):
     # every answer costs 150 tokens; the run may spend 400: the third call is the last one started
     script = {"sequence": [answer(GOOD)], "default": answer(GOOD_SMALL_BLOCKS)}
     with ScriptedServer(script) as server:
-        store, results = run_agent(tmp_path / "run", server, spec(iterations=10, run_limits=Limits(max_tokens=400)))
+        store, results = run_agent(tmp_path / "run", server, spec(iterations=10, run_limits=Limits(max_tokens=400)),
+                                   judge_options=QUICK_PERF)  # timed: the optimizer goes on after a pass
     assert len(server.requests) == 3
     assert "token budget" in store.ended()[("tiny_add", 0)]["reason"]
     assert results[0].best is not None and (store.run_dir / "best" / "tiny_add.py").is_file()
