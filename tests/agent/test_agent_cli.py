@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .agent_support import (BROKEN, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, REFLECT_MARK, ROOT, TINY_ADD, answer,
+from .agent_support import (BROKEN, FIX_MARK, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, REFLECT_MARK, ROOT, TINY_ADD, answer,
                             kernel as make_kernel, role_of)
 from kernelwright.llm.testing import ScriptedServer
 
@@ -81,9 +82,9 @@ def test_sigkill_then_resume_same_results_no_repeated_calls(tmp_path):
         after = [r.prompt for r in server.requests[n_before:]]
     assert code == 0, err
     assert not set(after) & set(answered_before)  # nothing already answered was asked again
-    assert [role_of(p) for p in after] == ["fix", "optimize"]
+    assert [role_of(p) for p in after] == ["fix"]  # untimed: the run ends at the verified fix
     modes = [(m, k) for m, k in rows(run / "run.sqlite", "SELECT mode, kind FROM attempts ORDER BY idx")]
-    assert modes == [("generate", "runtime_error"), ("fix", "passed"), ("optimize", "passed")]
+    assert modes == [("generate", "runtime_error"), ("fix", "passed")]
     result = data["results"][0]
     assert result["best"] is not None and (run / "best" / "tiny_add.py").is_file()
 
@@ -127,9 +128,16 @@ def test_optimize_starts_from_the_users_kernel(tmp_path):
         # without timing nothing can be faster: refused before any call to the model
         code, data, err = finish(cli("optimize", str(kernel), "--task", str(TINY_ADD), "--out", str(tmp_path / "no"),
                                      *llm_flags(server)))
-        assert code == 2 and "needs timing" in data["error"] and not server.requests
+        assert code == 2 and "needs timing" in data["error"] and "--perf --force" in data["error"]
+        # --perf under the interpreter: refused as eval refuses it, with what it would cost
+        code, data, err = finish(cli("optimize", str(kernel), "--task", str(TINY_ADD), "--perf",
+                                     "--out", str(tmp_path / "no"), *llm_flags(server)))
+        assert code == 2 and "refused" in data["error"] and "--force" in data["error"], data
+        assert re.search(r"at least \d+ calls at perf sizes .*about \d+-\d+ min", data["error"]), data
+        assert not server.requests and not (tmp_path / "no").exists()
+        # --perf --force: timed, so the optimizer is asked
         code, data, err = finish(cli("optimize", str(kernel), "--task", str(TINY_ADD), "--iterations", "1", "--perf",
-                                     "--out", str(tmp_path / "run"), *llm_flags(server)))
+                                     "--force", "--out", str(tmp_path / "run"), *llm_flags(server)))
         prompt = server.requests[0].prompt
     # the user's kernel is judged first and shown to the optimizer as the correct kernel so far
     assert OPTIMIZE_MARK in prompt and GOOD.strip() in prompt
@@ -138,6 +146,51 @@ def test_optimize_starts_from_the_users_kernel(tmp_path):
     result = data["results"][0]
     assert result["given_speedup"] is not None and result["improved"] is not None  # timed (noise on a CPU)
     assert code == (0 if result["improved"] else 1)
+
+
+WRONG = GOOD.replace("tl.load(x_ptr + offs, mask=mask) + tl.load", "tl.load(x_ptr + offs, mask=mask) - tl.load")
+
+
+@pytest.mark.slow
+def test_optimize_stops_on_a_failing_kernel_unless_fix_start(tmp_path):
+    """A starting kernel that fails is an error with its verdict, before any call to the model;
+    --fix-start has the agent fix it."""
+    empty, wrong = tmp_path / "empty.py", tmp_path / "wrong.py"
+    empty.write_text("")
+    wrong.write_text(WRONG)
+    script = {"rules": [{"match": REFLECT_MARK, "content": "Define vector_add."}, {"match": FIX_MARK, **answer(GOOD)}],
+              "default": answer(GOOD)}
+    timed = ["--task", str(TINY_ADD), "--iterations", "1", "--perf", "--force"]
+    with ScriptedServer(script) as server:
+        for kernel, kind in ((empty, "missing_entry_point"), (wrong, "wrong")):
+            code, data, err = finish(cli("optimize", str(kernel), *timed, "--out", str(tmp_path / kernel.stem),
+                                         *llm_flags(server)))
+            assert code == 2, (data, err)
+            assert "your kernel fails the judge" in data["error"] and kind in data["error"] and "--fix-start" in data["error"]
+            assert not server.requests
+        code, data, err = finish(cli("optimize", str(empty), *timed, "--fix-start", "--out", str(tmp_path / "fixed"),
+                                     *llm_flags(server)))
+        roles = [role_of(r.prompt) for r in server.requests]
+    assert code == 0, (data, err)
+    assert roles == ["reflect", "fix"] and "error" not in data
+    modes = rows(tmp_path / "fixed" / "run.sqlite", "SELECT mode, kind FROM attempts ORDER BY idx")
+    assert modes == [("given", "missing_entry_point"), ("fix", "passed")]
+
+
+@pytest.mark.slow
+def test_untimed_generate_says_so_and_stops_at_the_first_verified_kernel(tmp_path):
+    with ScriptedServer({"default": answer(GOOD)}) as server:
+        code, data, err = finish(cli("generate", "--task", str(TINY_ADD), "--iterations", "3", "--out",
+                                     str(tmp_path / "run"), *llm_flags(server)))
+        n = len(server.requests)
+    assert code == 0, err
+    assert n == 1  # the correct first answer ends the run: no optimizer call whose gain nothing measures
+    assert "speed is not measured under the CPU interpreter: the run stops at the first verified kernel" in err
+    reason = data["results"][0]["ended"]["0"]
+    assert "first verified kernel" in reason
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["ended"] == {reason: 1}
+    # progress off a terminal: a line per step on stderr
+    assert "judging attempt 0" in err and "attempt 0 (generate): passed" in err and "ended: " in err
 
 
 @pytest.mark.slow

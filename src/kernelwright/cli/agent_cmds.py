@@ -270,7 +270,7 @@ def _interpreter_timing(opts: AgentOptions, task) -> None:
                          "nothing about the kernel's speed on a GPU; run it on a GPU machine, or add --force to "
                          "time it here anyway")
     Console(stderr=True).print(f"[yellow]--force:[/] timing under the CPU interpreter: {escape(cost)}",
-                               highlight=False)
+                               highlight=False, soft_wrap=True)
 
 
 def _llm_flags(opts: AgentOptions, spec: Any = None) -> dict[str, Any]:
@@ -313,7 +313,7 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None, i
     if untimed:  # said up front: the run ends sooner than --iterations suggests
         where = "under the CPU interpreter" if untimed == "CPU interpreter" else f"({untimed})"
         Console(stderr=True).print(f"speed is not measured {where}: the run stops at the first verified kernel",
-                                   highlight=False)
+                                   highlight=False, soft_wrap=True)
     progress = AgentProgress(len(spec.task_refs), spec.settings.runs, spec.settings.iterations, quiet=as_json)
     meter = JudgeMeter(pool, pool.n_workers)
     try:
@@ -363,7 +363,9 @@ def _report(store, spec, results, errors, as_json: bool) -> int:
         return EXIT_NONE
     found = [x for x in results if x.best is not None]
     if spec.command == "optimize":
-        code = EXIT_FOUND if any(x.improved for x in results) else EXIT_NONE
+        # --fix-start: a verified kernel from a failing one of yours is found too
+        fixed = {a.task for a in store.attempts() if a.mode == Mode.GIVEN and not a.passed}
+        code = EXIT_FOUND if any(x.improved or (x.best and x.task in fixed) for x in results) else EXIT_NONE
     else:
         code = EXIT_FOUND if found else EXIT_NONE
     if all(x.best is None and x.best_unverified and x.best_unverified["kind"] == "judge_error" for x in results):
@@ -439,7 +441,10 @@ def _print_result(console: Console, store, spec, x) -> None:
             given = [a for a in store.attempts(x.task) if a.mode == Mode.GIVEN]
             why = ("correct, but not timed" if given and given[0].passed else
                    f"not verified ({given[0].kind}: {given[0].reason[:160]})" if given else "not judged")
-            console.print(f"your kernel: {escape(why)}; nothing to compare against", highlight=False)
+            fixed = best is not None and given and not given[0].passed
+            console.print(f"your kernel: {escape(why)}; " + ("the kernel above is a verified fix (--fix-start)"
+                                                             if fixed else "nothing to compare against"),
+                          highlight=False)
         elif x.improved:
             console.print(f"faster than your kernel ({x.given_speedup:.3f}x against the reference)")
         else:
