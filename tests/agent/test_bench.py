@@ -65,9 +65,10 @@ def test_bench_metrics_per_iteration_and_run_count(tmp_path, kernelwright):
     """Task-runs go one at a time (--concurrency 1), so the scripted sequence is consumed in a
     known order: vector_add runs 0-2, then gelu runs 0-2, three iterations each."""
     va_good, va_bad, ge_good, ge_bad = ans(good(VA)), ans(broken(VA, "vector_add")), ans(good(GE)), ans(broken(GE, "gelu"))
+    # untimed (the CPU interpreter): a run stops at its first verified kernel
     sequence = [
-        va_good, va_good, va_good,              # vector_add run 0: passes at iteration 1
-        va_bad, R, va_good, va_good,            # run 1: fails, then the fix passes (iteration 2)
+        va_good,                                # vector_add run 0: passes at iteration 1
+        va_bad, R, va_good,                     # run 1: fails, then the fix passes (iteration 2)
         va_bad, R, va_bad, R, va_bad,           # run 2: never
         ge_bad, R, ge_bad, R, ge_bad,           # gelu run 0: never
         ge_bad, R, ge_bad, R, ge_good,          # run 1: the second fix passes (iteration 3)
@@ -91,9 +92,16 @@ def test_bench_metrics_per_iteration_and_run_count(tmp_path, kernelwright):
         assert got == pytest.approx((call, exe, p1, p2, p3)), (t, got)
     by_runs = {p["runs"]: p["metrics"]["execution accuracy"]["value"] for p in data["per_runs"]}
     assert by_runs == {1: 0.5, 2: 1.0, 3: 1.0}
-    assert data["judge"]["candidates"] == 18
+    assert data["judge"]["candidates"] == 15
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["per_iteration"] == data["per_iteration"]
+    # nothing was timed: the speed metrics are unknown (null, with why), not 0
+    assert metrics["timed"] is False and metrics["untimed_why"] == "CPU interpreter"
+    last = metrics["per_runs"][-1]["metrics"]
+    for name in ("GEAK speedup", "geomean speedup", "fast_1", "fast_1.5", "fast_2"):
+        assert last[name]["value"] is None and last[name]["numerator"] is None, name
+        assert last[name]["why"] == "nothing was timed (CPU interpreter)", name
+    assert last["fast_0"]["value"] == 1.0 and last["fast_0"]["why"] is None  # fast_0 is execution accuracy
     # bench-report recomputes the same numbers from the store
     code, again, err = kernelwright("bench-report", str(tmp_path / "run"), "--json")
     assert code == 0 and again["per_iteration"] == data["per_iteration"]
@@ -160,12 +168,15 @@ def test_max_cost_stops_new_calls(tmp_path, kernelwright):
         '[llm.prices."openai-compatible/scripted"]\ninput = 1000.0\noutput = 1000.0\n')  # $0.15 a call
     with ScriptedServer({"default": ans(good(VA))}) as server:
         code, data, err = kernelwright(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--tasks", GE,
-                                                    "--iterations", "5", "--max-cost", "0.4", "--concurrency", "1"),
+                                                    "--iterations", "5", "--max-cost", "0.4", "--concurrency", "1",
+                                                    # one call per attempt (the budget is checked per attempt)
+                                                    "--no-reflection"),
                                        cwd=tmp_path)
         n = len(server.requests)
     assert code == 0, err
     assert n == 3  # $0.15, $0.30, $0.45: no call starts once $0.40 is spent
     assert data["cost_usd"] == pytest.approx(0.45)
-    ended = rows(tmp_path / "run" / "run.sqlite", "SELECT task, reason FROM task_runs_ended")
-    assert all("cost budget" in reason for _, reason in ended) and len(ended) == 2
+    ended = dict(rows(tmp_path / "run" / "run.sqlite", "SELECT task, reason FROM task_runs_ended"))
+    # vector_add's first answer is verified (untimed: its run ends there); gelu's runs into the budget
+    assert "first verified kernel" in ended[VA] and "cost budget" in ended[GE]
     assert (tmp_path / "run" / "best" / "vector_add.py").is_file()  # the verified kernel is kept
