@@ -175,7 +175,7 @@ AGENT_FLAGS = ["--llm-seed", "7", "--judge-seeds", "2", "--judge-base-seed", "5"
 
 @pytest.mark.parametrize("command", [
     ["generate", "--task", "vector_add"],
-    ["optimize", str(GOOD), "--task", "vector_add", "--perf"],
+    ["optimize", str(GOOD), "--task", "vector_add", "--perf", "--force"],
     ["bench", "--suite", "builtin", "--tasks", "vector_add"],
 ])
 def test_agent_commands_take_the_unified_flags(runner, captured, tmp_path, command):
