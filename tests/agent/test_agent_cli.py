@@ -116,6 +116,15 @@ def test_generate_usage_errors_are_clear(tmp_path):
     assert code == 2 and "says nothing about inputs" in data["error"]
     code, data, err = finish(cli("generate", "--resume", str(tmp_path / "nowhere"), "--json"), timeout=60)
     assert code == 2 and "no such directory" in data["error"]
+    # --perf under the interpreter, as eval: refused without --force, before anything is written
+    nowhere = ["--model", MODEL, "--base-url", "http://127.0.0.1:9/v1", "--device", "cpu", "--perf", "--json"]
+    code, data, err = finish(cli("generate", "--task", str(TINY_ADD), *nowhere, "--out", str(tmp_path / "r3")),
+                             timeout=60)
+    assert code == 2 and "refused" in data["error"] and "perf case(s)" in data["error"] and "--force" in data["error"]
+    code, data, err = finish(cli("generate", "Add.", "--entry", "vector_add(x, y)", "--reference", str(ref), *nowhere,
+                                 "--out", str(tmp_path / "r4")), timeout=60)
+    assert code == 2 and "refused" in data["error"]
+    assert not (tmp_path / "r3").exists() and not (tmp_path / "r4").exists()
 
 
 @pytest.mark.slow
