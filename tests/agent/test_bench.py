@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .agent_support import FIX_MARK, OPTIMIZE_MARK, REFLECT_MARK, ROOT, role_of
+from .agent_support import FIX_MARK, OPTIMIZE_MARK, PING_ANSWER, REFLECT_MARK, ROOT, model_requests, role_of
 from .test_agent_cli import cli, finish, rows
 from kernelwright.llm.testing import ScriptedServer
 
@@ -66,6 +66,7 @@ def test_bench_metrics_per_iteration_and_run_count(tmp_path, kernelwright):
     known order: vector_add runs 0-2, then gelu runs 0-2, three iterations each."""
     va_good, va_bad, ge_good, ge_bad = ans(good(VA)), ans(broken(VA, "vector_add")), ans(good(GE)), ans(broken(GE, "gelu"))
     sequence = [
+        PING_ANSWER,                            # the command's ping, before the run starts
         va_good, va_good, va_good,              # vector_add run 0: passes at iteration 1
         va_bad, R, va_good, va_good,            # run 1: fails, then the fix passes (iteration 2)
         va_bad, R, va_bad, R, va_bad,           # run 2: never
@@ -115,7 +116,7 @@ def test_baselines_and_ablations_change_the_prompts(tmp_path, kernelwright, flag
     with ScriptedServer(script) as server:
         code, data, err = kernelwright(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--iterations", "2",
                                                     *flags))
-        prompts = [r.prompt for r in server.requests]
+        prompts = [r.prompt for r in model_requests(server)]
     assert code == 0, err
     assert len(prompts) == calls, [role_of(p) for p in prompts]
     text = "\n".join(prompts)
@@ -144,11 +145,11 @@ def test_bench_sigkill_resume_same_metrics_no_repeated_calls(tmp_path, kernelwri
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         # (prompt, seed): two runs of a task send the same first prompt with their own seeds
-        answered = {(r.prompt, r.body.get("seed")) for r in server.requests[:-1]}  # the last may be in flight
-        n_before = len(server.requests)
+        answered = {(r.prompt, r.body.get("seed")) for r in model_requests(server)[:-1]}  # the last may be in flight
+        n_before = len(model_requests(server))
         code, resumed, err = finish(cli("bench", "--resume", str(run), "--base-url", server.openai_base_url,
                                         "--no-cache", "--json"), timeout=600)
-        after = [(r.prompt, r.body.get("seed")) for r in server.requests[n_before:]]
+        after = [(r.prompt, r.body.get("seed")) for r in model_requests(server)[n_before:]]
     assert code == 0, err
     assert not answered & set(after)
     for key in ("per_iteration", "per_runs"):
@@ -162,7 +163,7 @@ def test_max_cost_stops_new_calls(tmp_path, kernelwright):
         code, data, err = kernelwright(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--tasks", GE,
                                                     "--iterations", "5", "--max-cost", "0.4", "--concurrency", "1"),
                                        cwd=tmp_path)
-        n = len(server.requests)
+        n = len(model_requests(server))
     assert code == 0, err
     assert n == 3  # $0.15, $0.30, $0.45: no call starts once $0.40 is spent
     assert data["cost_usd"] == pytest.approx(0.45)
