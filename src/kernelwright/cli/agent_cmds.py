@@ -378,7 +378,7 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
     if run.outage is not None:  # whatever was found: the run is not finished
         code = EXIT_MODEL_UNAVAILABLE
         Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage))}",
-                                   highlight=False)
+                                   highlight=False, soft_wrap=True)
     if as_json:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,
                           "results": [_jsonable(x) for x in results], "errors": errors,

@@ -197,5 +197,6 @@ def resume(store: RunStore, spec: RunSpec, opts: AgentOptions) -> RunSpec:
         what += f" ({', '.join(plan.changes)})"
     elif plan.to_go == 0:
         what += " (the run is complete; --iterations N extends it)"
-    Console(stderr=True).print(f"resuming {escape(str(store.run_dir))}: {escape(what)}", highlight=False)
+    Console(stderr=True).print(f"resuming {escape(str(store.run_dir))}: {escape(what)}", highlight=False,
+                               soft_wrap=True)  # one line: the run directory is copied from it
     return plan.spec

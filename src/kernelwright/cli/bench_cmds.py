@@ -136,7 +136,7 @@ def bench_command(
     store.close()
     if run.outage is not None:
         Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage))}",
-                                   highlight=False)
+                                   highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_MODEL_UNAVAILABLE)
     raise typer.Exit(0)
 
