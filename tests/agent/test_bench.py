@@ -170,3 +170,31 @@ def test_max_cost_stops_new_calls(tmp_path, kernelwright):
     ended = rows(tmp_path / "run" / "run.sqlite", "SELECT task, reason FROM task_runs_ended")
     assert all("cost budget" in reason for _, reason in ended) and len(ended) == 2
     assert (tmp_path / "run" / "best" / "vector_add.py").is_file()  # the verified kernel is kept
+
+
+def test_bench_stops_when_the_model_fails_and_resume_extends_it(tmp_path, kernelwright):
+    """The model dies after the first kernel: exit 4, one attempt stored, the task-run open;
+    `--resume --iterations 3` (one more than asked at first) sends only the missing calls."""
+    (tmp_path / "kernelwright.toml").write_text("[llm]\nbackoff_base_s = 0.01\nbackoff_max_s = 0.02\nmax_retries = 2\n")
+    run = tmp_path / "run"
+    with ScriptedServer({"sequence": [PING_ANSWER, ans(broken(VA, "vector_add"))],
+                         "default": {"status": 503}}) as server:
+        code, data, err = kernelwright(*bench_flags(server, run, "--tasks", VA, "--iterations", "2"), cwd=tmp_path)
+    assert code == 4, err
+    assert "503" in data["model_unavailable"] and f"kernelwright bench --resume {run}" in err
+    assert rows(run / "run.sqlite", "SELECT mode, kind FROM attempts") == [("generate", "runtime_error")]
+    assert rows(run / "run.sqlite", "SELECT task FROM task_runs_ended") == []
+    script = {"rules": [{"match": REFLECT_MARK, **R}, {"match": OPTIMIZE_MARK, **ans(good(VA))},
+                        {"match": FIX_MARK, **ans(good(VA))}], "default": ans(broken(VA, "vector_add"))}
+    with ScriptedServer(script) as server:
+        code, data, err = kernelwright("bench", "--resume", str(run), "--iterations", "3", "--base-url",
+                                       server.openai_base_url, "--json", cwd=tmp_path)
+        roles = [role_of(r.prompt) for r in model_requests(server)]
+        assert len(server.requests) == len(roles) + 1  # and one ping
+    assert code == 0, err
+    assert "1 attempts stored, 2 to go (--iterations 2 -> 3)" in err
+    assert roles == ["reflect", "fix", "optimize"]
+    assert data["iterations"] == 3 and len(data["per_iteration"]) == 3
+    # a bench run refuses what would change it, as generate does
+    code, data, err = kernelwright("bench", "--resume", str(run), "--mode", "direct", "--json", cwd=tmp_path)
+    assert code == 2 and "--mode (the run's: geak)" in data["error"]
