@@ -188,7 +188,7 @@ def test_bench_stops_when_the_model_fails_and_resume_extends_it(tmp_path, kernel
                         {"match": FIX_MARK, **ans(good(VA))}], "default": ans(broken(VA, "vector_add"))}
     with ScriptedServer(script) as server:
         code, data, err = kernelwright("bench", "--resume", str(run), "--iterations", "3", "--base-url",
-                                       server.openai_base_url, "--json", cwd=tmp_path)
+                                       server.openai_base_url, "--no-cache", "--json", cwd=tmp_path)
         roles = [role_of(r.prompt) for r in model_requests(server)]
         assert len(server.requests) == len(roles) + 1  # and one ping
     assert code == 0, err

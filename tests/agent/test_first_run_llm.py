@@ -5,7 +5,8 @@ only the missing calls; `--resume` extends a run with --iterations and refuses a
 change what the run is.
 
 The commands run in this process (`kernelwright_here`, tests/conftest.py), in a folder whose
-kernelwright.toml makes the client's retries quick where a test waits them out."""
+kernelwright.toml keeps the user's cache out of it, and makes the client's retries quick where a
+test waits them out."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .agent_support import (BROKEN, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MAR
                             TINY_ADD, answer, model_requests, pings, role_of)
 from kernelwright.llm.testing import ScriptedServer
 
-QUICK_RETRIES = "[llm]\nbackoff_base_s = 0.01\nbackoff_max_s = 0.02\nmax_retries = 2\n"
+QUICK_RETRIES = "backoff_base_s = 0.01\nbackoff_max_s = 0.02\nmax_retries = 2\n"
 GOOD_SCRIPT = {"rules": [{"match": REFLECT_MARK, "content": "Use 1024."},
                          {"match": OPTIMIZE_MARK, **answer(GOOD_SMALL_BLOCKS)},
                          {"match": "Your previous attempt", **answer(GOOD)}],
@@ -32,7 +33,9 @@ GOOD_SCRIPT = {"rules": [{"match": REFLECT_MARK, "content": "Use 1024."},
 def kw(kernelwright_here, tmp_path):
     """`kernelwright ARGS...` in tmp_path: (exit status, JSON on stdout, stderr, seconds)."""
     def call(*args: str, quick: bool = False) -> tuple[int, dict, str, float]:
-        (tmp_path / "kernelwright.toml").write_text(QUICK_RETRIES if quick else "")
+        # the test's own global cache: a resume without --no-cache must not replay another run's
+        (tmp_path / "kernelwright.toml").write_text(f'[llm]\ncache_dir = "{tmp_path / "user-cache"}"\n'
+                                                    + (QUICK_RETRIES if quick else ""))
         started = time.monotonic()
         proc = kernelwright_here(*args, cwd=tmp_path)
         took = time.monotonic() - started
