@@ -341,9 +341,11 @@ def _interrupted(store, spec) -> NoReturn:
 
 def outage_message(store, spec, outage: str) -> str:
     """What a run that the model stopped answering did, and how to finish it."""
+    when = ("To call the model for what the cache does not hold, finish the run without --offline"
+            if "LLMCacheMissError" in outage else "Once the model answers again, finish the run")
     return (f"the model stopped answering ({outage[:300]}); the task-runs waiting for it stopped without "
             f"spending their remaining iterations, and the best kernels so far are in {store.run_dir / 'best'}. "
-            f"Once the model answers again, finish the run with: kernelwright {spec.command} --resume {store.run_dir}")
+            f"{when} with: kernelwright {spec.command} --resume {store.run_dir}")
 
 
 def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None):
