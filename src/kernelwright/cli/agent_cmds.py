@@ -308,9 +308,15 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None,
     stored = sum(1 for a in store.attempts() if Mode(a.mode).by_llm)  # a resumed run's iterations
     progress = AgentProgress(len(spec.task_refs), spec.settings.runs, spec.settings.iterations, quiet=as_json,
                              done=stored)
-    llm.on_retry = progress.retrying  # the progress line says what a call waits for
-    meter = JudgeMeter(pool, pool.n_workers)
     sessions: list = []
+
+    def on_retry(tags, notice) -> None:
+        progress.retrying(tags, notice)  # the progress line says what a call waits for
+        if sessions and sessions[0].ctx.outage.reason is not None:
+            raise notice.error  # another call found the model down: give up now, not after the retries
+
+    llm.on_retry = on_retry
+    meter = JudgeMeter(pool, pool.n_workers)
     try:
         with pool, progress:
             pool.start()

@@ -67,7 +67,8 @@ def call_with_retries(
 ) -> tuple[T, int]:
     """Call `send` until it succeeds, raises a non-transient error, or retries run out.
     Returns (result, attempts). Every raised `LLMError` carries `.attempts`. `on_retry` hears of
-    each retry before its wait (a silent wait of minutes looks like a hang)."""
+    each retry before its wait (a silent wait of minutes looks like a hang); an `LLMError` it raises
+ends the retries."""
     rng = rng or random.Random()
     attempt = 0
     while True:
@@ -84,7 +85,11 @@ def call_with_retries(
                 raise final from exc
             delay = policy.delay_s(attempt, exc.retry_after_s, rng)
             if on_retry is not None:
-                on_retry(RetryNotice(attempt, policy.max_retries, exc, delay))
+                try:
+                    on_retry(RetryNotice(attempt, policy.max_retries, exc, delay))
+                except LLMError as stop:  # the caller knows retrying is pointless (the service is down)
+                    stop.attempts = attempt
+                    raise
             sleep(delay)
         except LLMError as exc:
             exc.attempts = attempt
