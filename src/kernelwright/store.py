@@ -193,6 +193,12 @@ class RunStore:
             self._db.execute("INSERT OR IGNORE INTO task_runs_ended (task, run, reason, best, created) "
                              "VALUES (?,?,?,?,?)", (task, run, reason, best, time.time()))
 
+    def reopen_task_runs(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Forget that these task-runs ended: a resumed run given more iterations or budget
+        continues them (each ends again, with its new reason). Attempts are never touched."""
+        with self._lock:
+            self._db.executemany("DELETE FROM task_runs_ended WHERE task = ? AND run = ?", list(keys))
+
     def ended(self) -> dict[tuple[str, int], dict[str, Any]]:
         with self._lock:
             rows = self._db.execute("SELECT task, run, reason, best FROM task_runs_ended").fetchall()

@@ -12,6 +12,7 @@ from kernelwright.agent.app import RunSpec, make_llm, open_run, run_session
 from kernelwright.agent.budget import Limits
 from kernelwright.agent.loop import AgentSettings
 from kernelwright.judge import JudgeOptions, JudgePool
+from kernelwright.llm.preflight import PING_MESSAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_ADD = ROOT / "tests" / "tasks" / "tiny_add.py"
@@ -50,6 +51,21 @@ BROKEN = kernel(body="add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=UN
 def answer(code: str, strategy: str = "One program per block of elements.") -> dict[str, Any]:
     return {"content": f"## Strategy\n{strategy}\n\n```python\n{code}```\n",
             "usage": {"input_tokens": 100, "output_tokens": 50}}
+
+
+# The commands ping the model before a run starts (cli/agent_runs.py): a request of its own,
+# answered like any other (a script's `sequence` needs an answer for it first).
+PING = PING_MESSAGES[0]["content"]
+PING_ANSWER = {"content": "ok"}
+
+
+def model_requests(server) -> list:
+    """The requests the agent sent, without the commands' pings."""
+    return [r for r in server.requests if r.prompt != PING]
+
+
+def pings(server) -> int:
+    return sum(1 for r in server.requests if r.prompt == PING)
 
 
 REFLECT_MARK = "Find the root cause"

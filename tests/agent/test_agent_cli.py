@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from .agent_support import (BROKEN, FIX_MARK, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, REFLECT_MARK, ROOT, TINY_ADD, answer,
-                            kernel as make_kernel, role_of)
+                            kernel as make_kernel, model_requests, role_of)
 from kernelwright.llm.testing import ScriptedServer
 
 
@@ -74,12 +74,12 @@ def test_sigkill_then_resume_same_results_no_repeated_calls(tmp_path):
             time.sleep(0.1)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        answered_before = [r.prompt for r in server.requests[:2]]
+        answered_before = [r.prompt for r in model_requests(server)[:2]]
         assert [role_of(p) for p in answered_before] == ["generate", "reflect"]
-        n_before = len(server.requests)
+        n_before = len(model_requests(server))
 
         code, data, err = finish(cli("generate", "--resume", str(run), *llm_flags(server)))
-        after = [r.prompt for r in server.requests[n_before:]]
+        after = [r.prompt for r in model_requests(server)[n_before:]]
     assert code == 0, err
     assert not set(after) & set(answered_before)  # nothing already answered was asked again
     assert [role_of(p) for p in after] == ["fix"]  # untimed: the run ends at the verified fix
@@ -98,7 +98,7 @@ def test_generate_from_instruction_and_reference(tmp_path):
         code, data, err = finish(cli("generate", "Add two float32 vectors.", "--entry", "vector_add(x, y)",
                                      "--reference", str(ref), "--iterations", "1", "--out", str(tmp_path / "run"),
                                      *llm_flags(server)))
-        prompt = server.requests[0].prompt
+        prompt = model_requests(server)[0].prompt
     assert code == 0, err
     assert "Add two float32 vectors." in prompt and "vector_add(x, y)" in prompt and "return x + y" in prompt
     assert (tmp_path / "run" / "best" / "vector_add.py").read_text() == GOOD
@@ -147,7 +147,7 @@ def test_optimize_starts_from_the_users_kernel(tmp_path):
         # --perf --force: timed, so the optimizer is asked
         code, data, err = finish(cli("optimize", str(kernel), "--task", str(TINY_ADD), "--iterations", "1", "--perf",
                                      "--force", "--out", str(tmp_path / "run"), *llm_flags(server)))
-        prompt = server.requests[0].prompt
+        prompt = model_requests(server)[0].prompt
     # the user's kernel is judged first and shown to the optimizer as the correct kernel so far
     assert OPTIMIZE_MARK in prompt and GOOD.strip() in prompt
     modes = rows(tmp_path / "run" / "run.sqlite", "SELECT mode, kind FROM attempts ORDER BY idx")
@@ -227,7 +227,7 @@ def test_ctrl_c_exits_at_once_and_resumes(tmp_path):
         proc = cli("generate", "--task", str(TINY_ADD), "--iterations", "2", "--llm-seed", "3", "--out", str(run),
                    *llm_flags(server))
         deadline = time.monotonic() + 240
-        while len(server.requests) < 3:  # generate, reflect, and the slow fix in flight
+        while len(model_requests(server)) < 3:  # generate, reflect, and the slow fix in flight
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.1)

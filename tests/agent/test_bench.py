@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .agent_support import FIX_MARK, OPTIMIZE_MARK, REFLECT_MARK, ROOT, role_of
+from .agent_support import FIX_MARK, OPTIMIZE_MARK, PING_ANSWER, REFLECT_MARK, ROOT, model_requests, role_of
 from .test_agent_cli import cli, finish, rows
 from kernelwright.llm.testing import ScriptedServer
 
@@ -67,6 +67,7 @@ def test_bench_metrics_per_iteration_and_run_count(tmp_path, kernelwright):
     va_good, va_bad, ge_good, ge_bad = ans(good(VA)), ans(broken(VA, "vector_add")), ans(good(GE)), ans(broken(GE, "gelu"))
     # untimed (the CPU interpreter): a run stops at its first verified kernel
     sequence = [
+        PING_ANSWER,                            # the command's ping, before the run starts
         va_good,                                # vector_add run 0: passes at iteration 1
         va_bad, R, va_good,                     # run 1: fails, then the fix passes (iteration 2)
         va_bad, R, va_bad, R, va_bad,           # run 2: never
@@ -123,7 +124,7 @@ def test_baselines_and_ablations_change_the_prompts(tmp_path, kernelwright, flag
     with ScriptedServer(script) as server:
         code, data, err = kernelwright(*bench_flags(server, tmp_path / "run", "--tasks", VA, "--iterations", "2",
                                                     *flags))
-        prompts = [r.prompt for r in server.requests]
+        prompts = [r.prompt for r in model_requests(server)]
     assert code == 0, err
     assert len(prompts) == calls, [role_of(p) for p in prompts]
     text = "\n".join(prompts)
@@ -152,11 +153,11 @@ def test_bench_sigkill_resume_same_metrics_no_repeated_calls(tmp_path, kernelwri
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         # (prompt, seed): two runs of a task send the same first prompt with their own seeds
-        answered = {(r.prompt, r.body.get("seed")) for r in server.requests[:-1]}  # the last may be in flight
-        n_before = len(server.requests)
+        answered = {(r.prompt, r.body.get("seed")) for r in model_requests(server)[:-1]}  # the last may be in flight
+        n_before = len(model_requests(server))
         code, resumed, err = finish(cli("bench", "--resume", str(run), "--base-url", server.openai_base_url,
                                         "--no-cache", "--json"), timeout=600)
-        after = [(r.prompt, r.body.get("seed")) for r in server.requests[n_before:]]
+        after = [(r.prompt, r.body.get("seed")) for r in model_requests(server)[n_before:]]
     assert code == 0, err
     assert not answered & set(after)
     for key in ("per_iteration", "per_runs"):
@@ -172,7 +173,7 @@ def test_max_cost_stops_new_calls(tmp_path, kernelwright):
                                                     # one call per attempt (the budget is checked per attempt)
                                                     "--no-reflection"),
                                        cwd=tmp_path)
-        n = len(server.requests)
+        n = len(model_requests(server))
     assert code == 0, err
     assert n == 3  # $0.15, $0.30, $0.45: no call starts once $0.40 is spent
     assert data["cost_usd"] == pytest.approx(0.45)
@@ -180,3 +181,31 @@ def test_max_cost_stops_new_calls(tmp_path, kernelwright):
     # vector_add's first answer is verified (untimed: its run ends there); gelu's runs into the budget
     assert "first verified kernel" in ended[VA] and "cost budget" in ended[GE]
     assert (tmp_path / "run" / "best" / "vector_add.py").is_file()  # the verified kernel is kept
+
+
+def test_bench_stops_when_the_model_fails_and_resume_extends_it(tmp_path, kernelwright):
+    """The model dies after the first kernel: exit 4, one attempt stored, the task-run open;
+    `--resume --iterations 3` (one more than asked at first) sends only the missing calls."""
+    (tmp_path / "kernelwright.toml").write_text("[llm]\nbackoff_base_s = 0.01\nbackoff_max_s = 0.02\nmax_retries = 2\n")
+    run = tmp_path / "run"
+    with ScriptedServer({"sequence": [PING_ANSWER, ans(broken(VA, "vector_add"))],
+                         "default": {"status": 503}}) as server:
+        code, data, err = kernelwright(*bench_flags(server, run, "--tasks", VA, "--iterations", "2"), cwd=tmp_path)
+    assert code == 4, err
+    assert "503" in data["model_unavailable"] and f"kernelwright bench --resume {run}" in err
+    assert rows(run / "run.sqlite", "SELECT mode, kind FROM attempts") == [("generate", "runtime_error")]
+    assert rows(run / "run.sqlite", "SELECT task FROM task_runs_ended") == []
+    script = {"rules": [{"match": REFLECT_MARK, **R}, {"match": OPTIMIZE_MARK, **ans(good(VA))},
+                        {"match": FIX_MARK, **ans(good(VA))}], "default": ans(broken(VA, "vector_add"))}
+    with ScriptedServer(script) as server:
+        code, data, err = kernelwright("bench", "--resume", str(run), "--iterations", "3", "--base-url",
+                                       server.openai_base_url, "--no-cache", "--json", cwd=tmp_path)
+        roles = [role_of(r.prompt) for r in model_requests(server)]
+        assert len(server.requests) == len(roles) + 1  # and one ping
+    assert code == 0, err
+    assert "1 attempts stored, 2 to go (--iterations 2 -> 3)" in err
+    assert roles == ["reflect", "fix", "optimize"]
+    assert data["iterations"] == 3 and len(data["per_iteration"]) == 3
+    # a bench run refuses what would change it, as generate does
+    code, data, err = kernelwright("bench", "--resume", str(run), "--mode", "direct", "--json", cwd=tmp_path)
+    assert code == 2 and "--mode (the run's: geak)" in data["error"]

@@ -179,3 +179,32 @@ def test_retry_after_header_reaches_the_backoff(scripted, make_client):
     client.complete(USER_PROMPT)
 
     assert slept == [pytest.approx(0.004)]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_retry_is_announced_and_the_listener_may_end_them(scripted, make_client, protocol):
+    """`on_retry` hears each retry with the call's tags and the HTTP status (a progress line's
+    "retry 2 of 4, HTTP 500"); an LLMError it raises ends the retries at once."""
+    server = scripted({"default": {"status": 500}})
+    client = make_client(server, protocol, max_retries=4)
+    heard = []
+
+    def listen(tags, notice):
+        heard.append((tags.get("task"), notice.describe()))
+        if notice.retry == 2:
+            raise notice.error
+
+    client.on_retry = listen
+    with pytest.raises(LLMTransientError) as info:
+        client.complete(USER_PROMPT, tags={"task": "softmax"})
+    assert heard == [("softmax", "retry 1 of 4, HTTP 500"), ("softmax", "retry 2 of 4, HTTP 500")]
+    assert server.request_count == 2 and info.value.attempts == 2
+    assert info.value.status == 500 and info.value.service_failure
+
+
+def test_which_failures_are_the_services():
+    from kernelwright.llm import LLMCacheMissError, LLMConfigError, LLMModelNotFoundError
+
+    assert all(cls.service_failure for cls in (LLMTransientError, LLMAuthError, LLMModelNotFoundError,
+                                               LLMCacheMissError, LLMConfigError))
+    assert not LLMFatalError.service_failure  # a request the provider rejects as sent: the model's attempt

@@ -191,14 +191,15 @@ def test_agent_commands_take_the_unified_flags(runner, captured, tmp_path, comma
 
 
 def test_the_agents_judge_pool_gets_the_spec_and_workers_per_device(tmp_path):
-    from kernelwright.cli.agent_cmds import _judge_pool, _llm_flags
+    from kernelwright.cli.agent_cmds import _judge_pool
+    from kernelwright.cli.agent_runs import llm_flags
 
     opts = AgentOptions(device="cpu", judge_seeds=2, judge_base_seed=5, timeout_scale=0.5, llm_concurrency=6)
     spec = opts.run_spec("generate", task_refs=("vector_add",), model="openai/gpt-4.1")
     with _judge_pool(spec, in_flight=1, workers_per_device=3) as pool:
         assert pool.options.seeds == 2 and pool.options.seed == 5
         assert pool.options.load_timeout == 60.0 and pool.options.compile_timeout == 300.0
-    assert _llm_flags(opts)["concurrency"] == 6
+    assert llm_flags(opts)["concurrency"] == 6
 
 
 def test_config_takes_llm_concurrency(runner):

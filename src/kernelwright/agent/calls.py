@@ -4,10 +4,17 @@ The agent talks to any `protocols.LLM` (the `LLMClient.complete` signature). Eve
 not, is handed to `on_call` (the run store records it) before the caller sees the result, so a
 run killed right after a call keeps it; the response cache makes the resumed run's identical
 call free.
+
+A call that failed because of the service (unreachable, failing, the key refused: the error's
+`service_failure`), after the client's retries, is not the model's answer: its `Reply` is
+`unavailable`, and the task-run stops without storing an attempt (`ModelUnavailable`), so a
+resumed run sends that call again. A failure of the request itself (too long, rejected) is an
+attempt like an answer without code.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -37,6 +44,7 @@ class Reply:
     finish_reason: str | None = None
     latency_s: float = 0.0
     error: str = ""                # the call failed (after retries): why
+    unavailable: bool = False      # ... because of the service, not of this request
     created: float = field(default_factory=time.time)
 
     @property
@@ -59,7 +67,7 @@ def ask(llm: LLM, role: str, messages: list[dict], params: CallParams, tags: dic
                                   seed=params.seed, sample_index=params.sample_index, tags=tags)
     except LLMError as exc:
         reply = Reply(role, messages, "", error=f"{type(exc).__name__}: {exc}"[:2000],
-                      latency_s=time.perf_counter() - started)
+                      unavailable=bool(exc.service_failure), latency_s=time.perf_counter() - started)
     else:
         usage = completion.usage
         hit = bool(completion.cache_hit)
@@ -70,3 +78,27 @@ def ask(llm: LLM, role: str, messages: list[dict], params: CallParams, tags: dic
     if on_call is not None:
         on_call(reply)
     return reply
+
+
+class ModelUnavailable(Exception):
+    """A task-run's call failed because of the service: the task-run stops, nothing stored."""
+
+
+class Outage:
+    """The first service failure of a session, shared by its task-runs: once one task-run's call
+    has failed after every retry, the others start no new call (each would wait out the same
+    retries, and burn its iterations on a dead endpoint), and the command says how to resume."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reason: str | None = None
+
+    def report(self, reason: str) -> None:
+        with self._lock:
+            if self._reason is None:
+                self._reason = reason
+
+    @property
+    def reason(self) -> str | None:
+        with self._lock:
+            return self._reason

@@ -13,7 +13,9 @@ starting kernel (optimize) that fails ends the run before any call unless fix_st
 
 Each iteration is one candidate. The memory is re-read from the store at the start, so a killed
 run resumes where it stopped; every prompt is a pure function of the stored attempts, so the
-resumed run's calls are the same requests and the response cache answers them for free.
+resumed run's calls are the same requests and the response cache answers them for free. A call
+that the service failed (calls.py) stores no attempt and stops the task-run unended, so the
+resumed run asks it again: an outage never costs an iteration.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from . import generator, optimizer, reflector
 from .answers import CodeAnswer
 from .brief import TaskBrief
 from .budget import Budget
-from .calls import CallParams, Reply
+from .calls import CallParams, ModelUnavailable, Outage, Reply
 from .judging import JudgeTurns, RecordedJudge, submit_recorded
 from .memory import LLM_ERROR, NO_CODE, Attempt, Mode, TaskMemory
 from .prompts import PromptLibrary
@@ -40,6 +42,8 @@ from .protocols import LLM, Judge
 if TYPE_CHECKING:
     from .retrieval import Example
 
+# why a task-run stopped, unended, when the service failed a call (the session's outage)
+MODEL_UNAVAILABLE = "the model is unavailable"
 # the roles of the LLM calls (a fix's reflector call is "reflect"): part of each call's sample index
 ROLE_NUMBER = {"generate": 1, "fresh": 2, "reflect": 3, "fix": 4, "optimize": 5}
 
@@ -96,6 +100,8 @@ class RunContext:
     # why candidates are not timed ("": they are): no gain can be measured, so a run stops at
     # its first verified kernel instead of paying for optimizer answers
     untimed: str = ""
+    # the session's first service failure: no task-run starts a call after it
+    outage: Outage = field(default_factory=Outage)
 
 
 def plan_next(memory: TaskMemory, settings: AgentSettings, timed: bool = True) -> Plan | None:
@@ -145,6 +151,8 @@ class TaskRun:
         while self._llm_attempts(memory) < settings.iterations:
             if self.ctx.stopping():
                 return "interrupted"  # not stored: a resumed run continues this task-run
+            if self.ctx.outage.reason is not None:
+                return MODEL_UNAVAILABLE  # not stored either: resumed once the model answers
             plan = plan_next(memory, settings, timed=not self.ctx.untimed)
             if plan is None:
                 reason = self._done_reason(memory)
@@ -153,7 +161,14 @@ class TaskRun:
             if spent:
                 reason = spent
                 break
-            memory = self._record(memory, self._attempt(memory, plan))
+            try:
+                attempt = self._attempt(memory, plan)
+            except ModelUnavailable as exc:
+                self.ctx.outage.report(str(exc))
+                self.ctx.on_event("model_unavailable", {"task": self.task.name, "run": self.run,
+                                                        "reason": str(exc)})
+                return MODEL_UNAVAILABLE
+            memory = self._record(memory, attempt)
         left = self.ctx.budget.seconds_left(self.task.name)
         if settings.tune and memory.best() is not None and not any(a.mode == Mode.TUNE for a in memory.attempts) \
                 and (left is None or left > 0):
@@ -217,6 +232,17 @@ class TaskRun:
             self.ctx.on_event("call", {"task": self.task.name, "run": self.run, "reply": reply})
         return record
 
+    def _asking(self, role: str) -> None:
+        """A call is about to be sent: the progress line says what the run waits for."""
+        self.ctx.on_event("asking", {"task": self.task.name, "run": self.run, "role": role})
+
+    @staticmethod
+    def _answered(reply: Reply) -> Reply:
+        """The reply, unless the service failed it: then the attempt is not the model's."""
+        if reply.unavailable:
+            raise ModelUnavailable(reply.error)
+        return reply
+
     def _attempt(self, memory: TaskMemory, plan: Plan) -> Attempt:
         index = len(memory)
         entry = self.brief.entry_names[0]
@@ -236,9 +262,10 @@ class TaskRun:
             assert parent is not None  # a fix names the attempt it fixes
             base = self._base(parent.code or "")
             if self.ctx.settings.reflection:
+                self._asking("reflect")
                 reply, reflection = reflector.reflect(self.ctx.llm, self.ctx.prompts, base, parent,
                                                       self._params(index, "reflect"), self.tags, on_call)
-                tokens, cost = reply.tokens, reply.cost_usd
+                tokens, cost = self._answered(reply).tokens, reply.cost_usd
             earlier = [f"{a.kind}: {a.reason[:120]}" for a in memory.line_attempts()[:-1] if not a.passed][-3:]
             messages = generator.fix_messages(self.ctx.prompts, base, parent, reflection, earlier)
         else:  # optimize
@@ -247,8 +274,10 @@ class TaskRun:
             messages = optimizer.messages(self.ctx.prompts, base, memory.correct(), attempts,
                                           self.ctx.settings.history)
         role = plan.mode.value  # the call's role: a plain string in the calls table
+        self._asking(role)
         reply, answer = generator.write(self.ctx.llm, role, messages, entry, self._params(index, role),
                                         self.tags, on_call)
+        self._answered(reply)
         attempt = Attempt(self.task.name, self.run, index, plan.mode, plan.line, plan.parent, answer.code,
                           strategy=answer.strategy, reflection=reflection, answer=reply.text,
                           tokens=tokens + reply.tokens, cost_usd=cost + reply.cost_usd, created=time.time())

@@ -62,7 +62,8 @@ class LLM(Protocol):
     """One chat completion per call (`LLMClient.complete` has this shape, plus keywords the
     agent does not use). `seed` and `sample_index` tell apart samples of one prompt, so a
     resumed run's identical request is answered by the cache. Failures raise `llm.errors.LLMError`
-    (after the client's retries): the agent records them as attempts, never crashes."""
+    (after the client's retries), never crashing the agent: one of the service's
+    (`service_failure`) stops the task-run for a resume, one of the request's is an attempt."""
 
     def complete(self, messages: Sequence[Mapping[str, str]], *, temperature: float | None = None,
                  max_tokens: int | None = None, seed: int | None = None, sample_index: int = 0,

@@ -6,19 +6,22 @@
     kernelwright generate --resume RUN_DIR
 
 Both write a run directory (see docs/agent.md) and print a summary. Exit status: 0 a verified
-kernel was found (optimize: one faster than yours), 1 none was found, 2 usage error, 3 the
-judge could not decide (the task's own reference failed), 130 interrupted (resume with
---resume RUN_DIR).
+kernel was found (optimize: one faster than yours), 1 none was found, 2 usage error (a flag a
+resume cannot take, or a model that does not answer before the run starts: nothing is stored),
+3 the judge could not decide (the task's own reference failed), 4 the model stopped answering
+mid-run (no iteration was spent on it: --resume RUN_DIR finishes the run once it answers), 130
+interrupted (resume with --resume RUN_DIR).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NamedTuple, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -27,6 +30,7 @@ from rich.table import Table
 
 from ..agent.memory import Mode
 from . import app
+from .agent_runs import llm_flags
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
@@ -42,7 +46,7 @@ from .options import (
     WorkersPerDeviceOpt,
 )
 
-EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_MODEL_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 RunsOpt = Annotated[int, typer.Option("--runs", min=1, help="independent runs (parallel scaling; pass@k over them)")]
 ItersOpt = Annotated[int, typer.Option("--iterations", "-n", min=1, help="candidates per run (sequential scaling)")]
@@ -57,7 +61,8 @@ TaskTokensOpt = Annotated[Optional[int], typer.Option("--task-max-tokens", help=
 TaskTimeOpt = Annotated[Optional[float], typer.Option("--task-time-limit", help="seconds per task")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto | cpu (Triton interpreter) | cuda | hip")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/<task>-<time>)")]
-ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", help="continue the run in this directory")]
+ResumeOpt = Annotated[Optional[Path], typer.Option(
+    "--resume", help="continue the run in this directory (--iterations, --runs and budgets extend it)")]
 PromptsOpt = Annotated[Optional[Path], typer.Option("--prompts", help="folder of .j2 templates overriding the built-in prompts")]
 CorpusOpt = Annotated[Optional[list[Path]], typer.Option(
     "--corpus", help="more 1-shot examples: a folder of .py files or TritonBench's train_crawl.json (repeatable)")]
@@ -115,10 +120,11 @@ def generate_command(
     """Write a Triton kernel with the agent: from your instruction and PyTorch reference, or for
     an existing task (--task). Writes the best verified kernel and a run directory.
 
-    Exit status: 0 a verified kernel was found, 1 none, 2 usage error, 3 the judge could not
-    decide, 130 interrupted (continue with --resume RUN_DIR).
+    Exit status: 0 a verified kernel was found, 1 none, 2 usage error (or the model does not
+    answer: nothing started), 3 the judge could not decide, 4 the model stopped answering
+    mid-run, 130 interrupted (both: continue with --resume RUN_DIR).
     """
-    _agent_command("generate", AgentOptions.from_params(ctx.params))
+    _agent_command("generate", AgentOptions.from_context(ctx))
 
 
 @app.command("optimize", cls=Command, short_help="Make your working Triton kernel faster.")
@@ -153,30 +159,58 @@ def optimize_command(
 
     Exit status: 0 a faster verified kernel was found, 1 none, 2 usage error (also: your kernel
     fails, without --fix-start), 3 the judge could not decide (your kernel's task reference
-    failed), 130 interrupted (--resume RUN_DIR).
+    failed), 4 the model stopped answering mid-run, 130 interrupted (both: --resume RUN_DIR).
     """
-    _agent_command("optimize", AgentOptions.from_params(ctx.params))  # no --optimizer: always on
+    _agent_command("optimize", AgentOptions.from_context(ctx))  # no --optimizer: always on
 
 
 def _agent_command(command: str, opts: AgentOptions) -> None:
     from ..agent.app import open_run
-    from ..agent.prompts import PromptError, PromptLibrary
+    from ..agent.prompts import PromptError
     from ..store import StoreError
 
     try:
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command=command)
+            spec = _resumed(store, spec, opts)
         else:
-            model = _model(opts)  # before anything is written: a run that cannot start leaves nothing behind
-            task_ref, start_code, out = _task_and_start(command, opts)
-            if opts.prompts is not None:
-                PromptLibrary(opts.prompts)  # fail now on a bad folder, not at the first prompt
-            spec = opts.run_spec(command, task_refs=(task_ref.ref,), model=model,
-                                        start_codes={task_ref.name: start_code} if start_code is not None else {})
-            store, spec = open_run(out, spec, resume=False)
+            store, spec = _new_run(command, opts)
     except (StoreError, PromptError, ValueError) as exc:
         raise _error(str(exc), opts.as_json) from None
     _execute(store, spec, opts)
+
+
+def _resumed(store, spec, opts: AgentOptions):
+    """The resumed run's spec, once its flags are checked and the model answers (agent_runs)."""
+    from .agent_runs import resume
+
+    try:
+        return resume(store, spec, opts)
+    except BaseException:
+        store.close()
+        raise
+
+
+def _new_run(command: str, opts: AgentOptions):
+    """A new run's store and spec, once the task is loaded and the model has answered its ping:
+    a run that cannot start leaves no run directory behind (not even generate's task files)."""
+    from ..agent.app import open_run
+    from ..agent.prompts import PromptLibrary
+    from .agent_runs import preflight_model
+
+    model = _model(opts)  # before anything is written
+    task_ref, start_code, out, fresh = _task_and_start(command, opts)
+    try:
+        if opts.prompts is not None:
+            PromptLibrary(opts.prompts)  # fail now on a bad folder, not at the first prompt
+        preflight_model(model, opts)
+        spec = opts.run_spec(command, task_refs=(task_ref.ref,), model=model,
+                             start_codes={task_ref.name: start_code} if start_code is not None else {})
+        return open_run(out, spec, resume=False)
+    except BaseException:
+        if fresh:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def _model(opts: AgentOptions) -> str:
@@ -185,7 +219,7 @@ def _model(opts: AgentOptions) -> str:
     from ..llm import LLMConfigError, parse_model
     from ..llm.settings import load_llm_settings
 
-    _, settings = load_llm_settings(opts.config_path, model=opts.model, **_llm_flags(opts))
+    _, settings = load_llm_settings(opts.config_path, model=opts.model, **llm_flags(opts))
     if not settings.model:
         raise ValueError("no model chosen: pass --model provider/model (e.g. openai/gpt-4.1), set "
                          "KERNELWRIGHT_MODEL, or put model in [llm] of kernelwright.toml")
@@ -199,8 +233,9 @@ def _model(opts: AgentOptions) -> str:
 
 
 def _task_and_start(command: str, opts: AgentOptions):
-    """The task (loaded, with a reloadable ref), the user's starting kernel (optimize) and the
-    run directory."""
+    """The task (loaded, with a reloadable ref), the user's starting kernel (optimize), the run
+    directory, and whether that did not exist before this command (its to remove if the run
+    cannot start)."""
     from ..agent.usertask import UserTaskError, build_user_task
     from .judge_cmds import load_task_or_exit
 
@@ -219,13 +254,15 @@ def _task_and_start(command: str, opts: AgentOptions):
                              "GPU speed)")
         task = load_task_or_exit(opts.task, opts.suite, opts.path)
         _interpreter_timing(opts, task)
-        return task, kernel.read_text(), opts.out or _default_out(task.name)
+        out = opts.out or _default_out(task.name)
+        return task, kernel.read_text(), out, not Path(out).exists()
     if opts.task is not None:
         if opts.instruction or opts.entry or opts.reference:
             raise ValueError("give either --task, or an INSTRUCTION with --entry and --reference, not both")
         task = load_task_or_exit(opts.task, opts.suite, opts.path)
         _interpreter_timing(opts, task)
-        return task, None, opts.out or _default_out(task.name)
+        out = opts.out or _default_out(task.name)
+        return task, None, out, not Path(out).exists()
     if not (opts.instruction and opts.entry and opts.reference):
         raise ValueError('generate needs --task NAME, or "INSTRUCTION" --entry "name(args)" --reference ref.py '
                          "[--tests tests.py]")
@@ -234,10 +271,13 @@ def _task_and_start(command: str, opts: AgentOptions):
 
     name = opts.name or opts.entry.split("(")[0].strip()
     out = opts.out or _default_out(name)
+    fresh = not Path(out).exists()
     try:
         task_file = build_user_task(opts.instruction, opts.entry, opts.reference, opts.tests, Path(out) / "task", name)
-        return load_task_file(task_file), None, out
+        return load_task_file(task_file), None, out, fresh
     except (UserTaskError, TaskFileError) as exc:
+        if fresh:
+            shutil.rmtree(out, ignore_errors=True)
         raise ValueError(str(exc)) from None
 
 
@@ -273,23 +313,24 @@ def _interpreter_timing(opts: AgentOptions, task) -> None:
                                highlight=False, soft_wrap=True)
 
 
-def _llm_flags(opts: AgentOptions, spec: Any = None) -> dict[str, Any]:
-    """The LLM layer's flags; on a resume, the run's own --base-url unless another is given."""
-    return {"base_url": opts.base_url or getattr(spec, "base_url", None), "no_cache": opts.no_cache,
-            "offline": opts.offline, "concurrency": opts.llm_concurrency}
-
-
 def _execute(store, spec, opts: AgentOptions) -> None:
-    results, errors, _ = run_agent(store, spec, opts, concurrency=opts.concurrency, in_flight=opts.concurrency)
-    code = _report(store, spec, results, errors, opts.as_json)
+    run = run_agent(store, spec, opts, concurrency=opts.concurrency, in_flight=opts.concurrency)
+    code = _report(store, spec, run, opts.as_json)
     store.close()
     raise typer.Exit(code)
 
 
-def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None, in_flight: int | None = None):
-    """Run the spec's session with a judge pool and live progress: (results, agent errors, the
-    judge meter's report). Exits 2 on a bad model or device, 130 on Ctrl-C (after writing what is
-    verified so far)."""
+class AgentRun(NamedTuple):
+    results: list                  # agent.results.TaskResult, one per task
+    errors: list[str]              # the agent's own errors (bugs), one per task-run that hit one
+    judge: dict[str, Any]          # the judge meter's report
+    outage: str | None             # why the model stopped answering mid-run (the run is incomplete)
+
+
+def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None,
+              in_flight: int | None = None) -> AgentRun:
+    """Run the spec's session with a judge pool and live progress. Exits 2 on a bad model or
+    device, 130 on Ctrl-C (after writing what is verified so far)."""
     from ..agent.app import make_llm, run_session
     from ..agent.meter import JudgeMeter
     from ..judge import DeviceUnavailable
@@ -298,7 +339,7 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None, i
 
     as_json = opts.as_json
     try:
-        llm = make_llm(spec, store, opts.config_path, _llm_flags(opts, spec))
+        llm = make_llm(spec, store, opts.config_path, llm_flags(opts, spec))
     except LLMConfigError as exc:
         store.close()
         raise _error(str(exc), as_json) from None
@@ -314,30 +355,53 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None, i
         where = "under the CPU interpreter" if untimed == "CPU interpreter" else f"({untimed})"
         Console(stderr=True).print(f"speed is not measured {where}: the run stops at the first verified kernel",
                                    highlight=False, soft_wrap=True)
-    progress = AgentProgress(len(spec.task_refs), spec.settings.runs, spec.settings.iterations, quiet=as_json)
+    stored = sum(1 for a in store.attempts() if Mode(a.mode).by_llm)  # a resumed run's iterations
+    progress = AgentProgress(len(spec.task_refs), spec.settings.runs, spec.settings.iterations, quiet=as_json,
+                             done=stored)
+    sessions: list = []
+
+    def on_retry(tags, notice) -> None:
+        progress.retrying(tags, notice)  # the progress line says what a call waits for
+        if sessions and sessions[0].ctx.outage.reason is not None:
+            raise notice.error  # another call found the model down: give up now, not after the retries
+
+    llm.on_retry = on_retry
     meter = JudgeMeter(pool, pool.n_workers)
     try:
         with pool, progress:
             pool.start()
             results, errors = run_session(spec, store, llm, meter, device_info=pool.device_info, backend=pool.backend,
                                           config_path=opts.config_path, on_event=progress.event,
-                                          concurrency=concurrency)
+                                          concurrency=concurrency, session_hook=sessions.append)
     except KeyboardInterrupt:
-        from ..agent.results import write_outputs
+        _interrupted(store, spec)
+    return AgentRun(results, errors, meter.report(), sessions[0].ctx.outage.reason if sessions else None)
 
-        # what is verified so far, written now; the run goes on with --resume
-        names = sorted({a.task for a in store.attempts()})
-        write_outputs(store, names, spec.settings.runs)
-        store.close()
-        Console(stderr=True).print(f"[yellow]interrupted: the best kernels so far are in[/] "
-                                   f"{escape(str(store.run_dir / 'best'))}[yellow]; continue with[/] kernelwright "
-                                   f"{spec.command} --resume {escape(str(store.run_dir))}")
-        # Task-runs still waiting for the model would hold the exit for up to the LLM timeout:
-        # everything is stored (each attempt and call is committed as it happens), so leave now.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
-    return results, errors, meter.report()
+
+def _interrupted(store, spec) -> NoReturn:
+    """Ctrl-C: what is verified so far, written now; the run goes on with --resume."""
+    from ..agent.results import write_outputs
+
+    names = sorted({a.task for a in store.attempts()})
+    write_outputs(store, names, spec.settings.runs)
+    store.close()
+    Console(stderr=True).print(f"[yellow]interrupted: the best kernels so far are in[/] "
+                               f"{escape(str(store.run_dir / 'best'))}[yellow]; continue with[/] kernelwright "
+                               f"{spec.command} --resume {escape(str(store.run_dir))}")
+    # Task-runs still waiting for the model would hold the exit for up to the LLM timeout:
+    # everything is stored (each attempt and call is committed as it happens), so leave now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
+def outage_message(store, spec, outage: str) -> str:
+    """What a run that the model stopped answering did, and how to finish it."""
+    when = ("To call the model for what the cache does not hold, finish the run without --offline"
+            if "LLMCacheMissError" in outage else "Once the model answers again, finish the run")
+    return (f"the model stopped answering ({outage[:300]}); the task-runs waiting for it stopped without "
+            f"spending their remaining iterations, and the best kernels so far are in {store.run_dir / 'best'}. "
+            f"{when} with: kernelwright {spec.command} --resume {store.run_dir}")
 
 
 def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None):
@@ -358,7 +422,8 @@ def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | No
     return JudgePool(spec.device, options=options, workers_per_device=per_device)
 
 
-def _report(store, spec, results, errors, as_json: bool) -> int:
+def _report(store, spec, run: AgentRun, as_json: bool) -> int:
+    results, errors = run.results, run.errors
     if not results:
         return EXIT_NONE
     found = [x for x in results if x.best is not None]
@@ -373,9 +438,14 @@ def _report(store, spec, results, errors, as_json: bool) -> int:
     failed_start = _start_failure(store, spec)
     if failed_start is not None:
         message, code = failed_start
+    if run.outage is not None:  # whatever was found: the run is not finished
+        code = EXIT_MODEL_UNAVAILABLE
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage))}",
+                                   highlight=False, soft_wrap=True)
     if as_json:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,
-                          "results": [_jsonable(x) for x in results], "errors": errors, "exit_code": code,
+                          "results": [_jsonable(x) for x in results], "errors": errors,
+                          "model_unavailable": run.outage, "exit_code": code,
                           **({"error": message} if failed_start else {})}, indent=2, default=str))
         return code
     console = Console()

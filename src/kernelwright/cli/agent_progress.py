@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.console import Console
 from rich.progress import (
@@ -22,14 +22,19 @@ from rich.progress import (
 
 from ..agent.memory import Mode
 
+if TYPE_CHECKING:
+    from ..llm.retry import RetryNotice
+
 
 class AgentProgress:
-    def __init__(self, tasks: int, runs: int, iterations: int, quiet: bool = False) -> None:
+    def __init__(self, tasks: int, runs: int, iterations: int, quiet: bool = False, done: int = 0) -> None:
+        """`done`: the iterations a resumed run has stored already (counted, not timed)."""
         self.tasks, self.runs = tasks, runs
         self.total = tasks * runs * iterations
         self._lock = threading.Lock()
         self._started = time.monotonic()
-        self.tokens, self.cost, self.calls, self.done = 0, 0.0, 0, 0
+        self.tokens, self.cost, self.calls, self.done = 0, 0.0, 0, done
+        self._done_before = done
         self.best: dict[str, float | None] = {}        # task -> best verified speedup (None: untimed)
         self.ended: dict[str, int] = {}                # task -> task-runs ended
         console = Console(stderr=True)
@@ -38,7 +43,8 @@ class AgentProgress:
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("{task.fields[status]}"), console=console, disable=quiet or not console.is_terminal)
         self._lines = console if quiet or not console.is_terminal else None
-        self._bar = self._progress.add_task("attempts", total=self.total, status="starting the judge")
+        self._bar = self._progress.add_task("attempts", total=self.total, completed=done,
+                                            status="starting the judge")
 
     def __enter__(self) -> "AgentProgress":
         self._progress.__enter__()
@@ -58,7 +64,17 @@ class AgentProgress:
                 self._lines.print(f"[{elapsed // 60}:{elapsed % 60:02d}] {latest}", markup=False, highlight=False,
                                   soft_wrap=True)
 
+    def retrying(self, tags: Mapping[str, str], notice: RetryNotice) -> None:
+        """The LLM client's hook: a call failed and waits to be sent again (minutes, at worst)."""
+        self.event("retrying", {"task": tags.get("task", ""), "run": tags.get("run", ""), "notice": notice})
+
     def _apply(self, kind: str, data: dict[str, Any]) -> str:
+        if kind == "asking":
+            return f"{data['task']} run {data['run']}: waiting for the model ({data['role']})"
+        if kind == "retrying":
+            return f"{data['task']} run {data['run']}: waiting for the model ({data['notice'].describe()})"
+        if kind == "model_unavailable":
+            return f"{data['task']} run {data['run']}: the model is unavailable, stopping"
         if kind == "call":
             reply = data["reply"]
             self.calls += 1
@@ -91,8 +107,9 @@ class AgentProgress:
         parts.append("best " + ", ".join(f"{s:.2f}x" for s in speeds) if speeds
                      else ("verified, untimed" if self.best else "no verified kernel yet"))
         parts.append(f"{self.tokens} tok ${self.cost:.3f}")
-        if self.done:
-            rate = (time.monotonic() - self._started) / self.done
+        timed = self.done - self._done_before  # this invocation's iterations: its time and cost
+        if timed > 0:
+            rate = (time.monotonic() - self._started) / timed
             left = max(0, self.total - self.done)
-            parts.append(f"~{rate * left / 60:.0f} min, ~${self.cost / self.done * left:.2f} to go")
+            parts.append(f"~{rate * left / 60:.0f} min, ~${self.cost / timed * left:.2f} to go")
         return " · ".join(parts) + f" · {latest[:70]}"

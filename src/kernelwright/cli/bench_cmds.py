@@ -1,8 +1,9 @@
 """`kernelwright bench` (the agent over a whole suite: the GEAK paper's experiments) and
 `kernelwright bench-report` (the metrics of a bench run, from its store, without re-running).
 
-Exit status: 0 the run finished (whatever the accuracy), 2 usage error, 130 interrupted
-(continue with --resume RUN_DIR).
+Exit status: 0 the run finished (whatever the accuracy), 2 usage error (or the model does not
+answer: nothing started), 4 the model stopped answering mid-run (no iteration was spent on it),
+130 interrupted (both: continue with --resume RUN_DIR).
 """
 
 from __future__ import annotations
@@ -38,10 +39,14 @@ from .agent_cmds import (
     TempOpt,
     TimeOpt,
     TokensOpt,
+    EXIT_MODEL_UNAVAILABLE,
     _error,
     _model,
+    _resumed,
+    outage_message,
     run_agent,
 )
+from .agent_runs import preflight_model
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
@@ -95,7 +100,8 @@ def bench_command(
     count (metrics.json); --resume continues a killed run. docs/experiments.md gives the
     command for each table and figure of the GEAK paper.
 
-    Exit status: 0 finished, 2 usage error, 130 interrupted (--resume RUN_DIR continues).
+    Exit status: 0 finished, 2 usage error (or the model does not answer: nothing started), 4
+    the model stopped answering mid-run, 130 interrupted (--resume RUN_DIR continues both).
     """
     from ..agent.app import open_run
     from ..agent.bench import load_tasks, unsupported_here
@@ -103,10 +109,11 @@ def bench_command(
     from ..store import StoreError
     from ..suites.runner import SuiteUsageError
 
-    opts = AgentOptions.from_params(ctx.params)
+    opts = AgentOptions.from_context(ctx)
     try:
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command="bench")
+            spec = _resumed(store, spec, opts)
         else:
             model_id = _model(opts)
             backend, _ = detect_backend(opts.device)
@@ -114,16 +121,23 @@ def bench_command(
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
             spec = opts.run_spec("bench", task_refs=tuple(t.ref for t in all_tasks if t.name not in unsupported),
                                         model=model_id, unsupported=unsupported)
+            preflight_model(model_id, opts)  # before the run directory: a dead model leaves nothing
             out_dir = opts.out or Path("kernelwright-runs") / f"bench-{opts.suite}-{time.strftime('%Y%m%d-%H%M%S')}"
             store, spec = open_run(out_dir, spec, resume=False)
     except (StoreError, SuiteUsageError, DeviceUnavailable, ValueError) as exc:
         raise _error(str(exc), opts.as_json) from None
     started = time.monotonic()
-    _, errors, meter = run_agent(store, spec, opts, concurrency=_concurrency(spec, opts.concurrency, opts.workers_per_device),
-                                 in_flight=opts.concurrency)
-    report = write_metrics(store, spec, judge=dict(meter, wall_s=round(time.monotonic() - started, 3)))
-    _print(report, store, opts.as_json, errors)
+    run = run_agent(store, spec, opts, concurrency=_concurrency(spec, opts.concurrency, opts.workers_per_device),
+                    in_flight=opts.concurrency)
+    report = write_metrics(store, spec, judge=dict(run.judge, wall_s=round(time.monotonic() - started, 3)))
+    if run.outage is not None:
+        report["model_unavailable"] = run.outage
+    _print(report, store, opts.as_json, run.errors)
     store.close()
+    if run.outage is not None:
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage))}",
+                                   highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_MODEL_UNAVAILABLE)
     raise typer.Exit(0)
 
 

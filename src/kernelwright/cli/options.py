@@ -191,20 +191,29 @@ class AgentOptions:
     out: Path | None = None
     resume: Path | None = None
     as_json: bool = False
+    # the options given on the command line, not defaulted: what a --resume is asked to change
+    given: frozenset[str] = frozenset()
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> AgentOptions:
+    def from_params(cls, params: Mapping[str, Any], given: Iterable[str] = ()) -> AgentOptions:
         """From a command's parsed parameters (typer's `ctx.params`): every one must be a field,
         so an option added to a command without a field here fails at once; lists become tuples,
         --tasks is parsed (comma lists, repeatable)."""
-        names = {f.name for f in fields(cls)}
+        names = {f.name for f in fields(cls)} - {"given"}
         unknown = set(params) - names
         if unknown:
             raise TypeError(f"AgentOptions has no field for {sorted(unknown)}")
         values = dict(params)
         values["tasks"] = parse_tasks(values.get("tasks"))
         values["corpus"] = tuple(values.get("corpus") or ())
-        return cls(**values)
+        return cls(**values, given=frozenset(given))
+
+    @classmethod
+    def from_context(cls, ctx: Any) -> AgentOptions:
+        """From a command's context: its parameters, and which of them the user gave."""
+        given = [name for name in ctx.params
+                 if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")]
+        return cls.from_params(ctx.params, given)
 
     def run_spec(self, command: str, *, task_refs: tuple[str, ...], model: str,
                  start_codes: dict[str, str] | None = None, unsupported: dict[str, str] | None = None

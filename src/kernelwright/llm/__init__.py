@@ -11,7 +11,8 @@ from .accounting import (
 from .cache import ResponseCache, cache_key
 from .client import Completion, CompletionRequest, LLMClient
 from .errors import (
-    LLMAuthError, LLMCacheMissError, LLMConfigError, LLMError, LLMFatalError, LLMTransientError,
+    LLMAuthError, LLMCacheMissError, LLMConfigError, LLMError, LLMFatalError, LLMModelNotFoundError,
+    LLMTransientError,
 )
 from .models import PROVIDERS, ModelSpec, parse_model
 from .parsing import CodeExtraction, extract_code, find_json_object
@@ -21,7 +22,7 @@ from .settings import LLMSettings, ProviderSettings, flag_overrides
 __all__ = [
     "BUILTIN_PRICES", "PRICES_AS_OF", "PROVIDERS", "CheckResult", "CodeExtraction", "Completion",
     "CompletionRequest", "LLMAuthError", "LLMCacheMissError", "LLMClient", "LLMConfigError",
-    "LLMError", "LLMFatalError", "LLMSettings", "LLMTransientError", "ModelSpec",
+    "LLMError", "LLMFatalError", "LLMModelNotFoundError", "LLMSettings", "LLMTransientError", "ModelSpec",
     "PreflightError", "Price", "PriceTable", "ProviderSettings", "ResponseCache", "TokenUsage",
     "UsageLedger", "UsageRecord", "UsageTotals", "cache_key", "extract_code", "find_json_object",
     "flag_overrides", "parse_model", "preflight",

@@ -25,7 +25,7 @@ from .errors import LLMCacheMissError, LLMConfigError, LLMError
 from .models import ModelSpec, parse_model
 from .parsing import CodeExtraction, extract_code
 from .providers import Message, ProviderAdapter, ProviderResponse, Sampling, make_adapter
-from .retry import RetryPolicy, call_with_retries
+from .retry import RetryNotice, RetryPolicy, call_with_retries
 from .settings import Endpoint, LLMSettings
 
 _ROLES = {"system", "user", "assistant"}
@@ -74,9 +74,12 @@ class LLMClient:
         limiter: ConcurrencyLimiter = DEFAULT_LIMITER,
         tags: Mapping[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        on_retry: Callable[[Mapping[str, str], RetryNotice], None] | None = None,
     ) -> None:
         """`cache=None` opens the cache at `settings.cache_path` when `settings.cache` is on.
-        `tags` are added to every usage record (e.g. {"run": run_id})."""
+        `tags` are added to every usage record (e.g. {"run": run_id}). `on_retry(tags, notice)`
+        hears of every retry of a call (the call's tags: which task is waiting), from the
+        calling thread; it may be set later, as an attribute."""
         self.model = parse_model(model)
         self.settings = settings or LLMSettings()
         self.ledger = ledger if ledger is not None else UsageLedger()
@@ -84,6 +87,7 @@ class LLMClient:
         self.tags = dict(tags or {})
         self._limiter = limiter
         self._sleep = sleep
+        self.on_retry = on_retry
         self._retry = RetryPolicy(self.settings.max_retries, self.settings.backoff_base_s,
                                   self.settings.backoff_max_s)
         if self.settings.offline and not self.settings.cache:
@@ -179,8 +183,10 @@ class LLMClient:
                     f"offline replay: no cached response for this {self.model} request "
                     f"(sample {sample_index}) in {self.settings.cache_path}; run without "
                     f"--offline to call the model")
+            on_retry = self.on_retry
             response, attempts = call_with_retries(
-                lambda: self._send_once(messages, sampling), self._retry, sleep=self._sleep)
+                lambda: self._send_once(messages, sampling), self._retry, sleep=self._sleep,
+                on_retry=(lambda notice: on_retry(tags, notice)) if on_retry else None)
         except LLMError as exc:
             self.ledger.record(UsageRecord(self.model.id, TokenUsage(),
                                            time.perf_counter() - started, None, False,

@@ -13,7 +13,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
 from .accounting import TokenUsage
-from .errors import LLMAuthError, LLMConfigError, LLMError, LLMFatalError, LLMTransientError
+from .errors import (
+    LLMAuthError, LLMConfigError, LLMError, LLMFatalError, LLMModelNotFoundError, LLMTransientError,
+)
 from .settings import Endpoint
 
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
@@ -221,12 +223,12 @@ def _translate(exc: Exception, sdk: Any, endpoint: Endpoint, timeout_s: float) -
         return LLMAuthError(f"the API key may not use {model} (403: {detail}); check the "
                             f"key's project, organization and model access")
     if status == 404:
-        return LLMFatalError(f"{model} was not found at {where} (404: {detail}); check the "
+        return LLMModelNotFoundError(f"{model} was not found at {where} (404: {detail}); check the "
                              f"model name and base_url, then run kernelwright doctor --model {model}")
     if status in _TRANSIENT_STATUSES or status >= 500:
         kind = "rate_limit" if status == 429 else "server_error"
         return LLMTransientError(f"{where} answered {status}: {detail}", kind=kind,
-                                 retry_after_s=_retry_after_s(exc))
+                                 retry_after_s=_retry_after_s(exc), status=status)
     if _CONTEXT_TOO_LONG.search(detail) or status == 413:
         return LLMFatalError(f"the request is too long for {model} ({status}: {detail}); "
                              f"shorten the prompt or lower max_tokens")

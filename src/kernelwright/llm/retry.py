@@ -44,15 +44,31 @@ class RetryPolicy:
         return delay
 
 
+@dataclass(frozen=True)
+class RetryNotice:
+    """A failed attempt about to be retried: what a progress line shows while a call waits."""
+
+    retry: int                  # the retry about to be made, from 1
+    max_retries: int
+    error: LLMTransientError    # why the last attempt failed
+    delay_s: float              # the wait before the retry
+
+    def describe(self) -> str:
+        return f"retry {self.retry} of {self.max_retries}, {self.error.short}"
+
+
 def call_with_retries(
     send: Callable[[], T],
     policy: RetryPolicy,
     *,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    on_retry: Callable[[RetryNotice], None] | None = None,
 ) -> tuple[T, int]:
     """Call `send` until it succeeds, raises a non-transient error, or retries run out.
-    Returns (result, attempts). Every raised `LLMError` carries `.attempts`."""
+    Returns (result, attempts). Every raised `LLMError` carries `.attempts`. `on_retry` hears of
+    each retry before its wait (a silent wait of minutes looks like a hang); an `LLMError` it raises
+ends the retries."""
     rng = rng or random.Random()
     attempt = 0
     while True:
@@ -63,11 +79,18 @@ def call_with_retries(
             if attempt > policy.max_retries:
                 final = LLMTransientError(
                     f"gave up after {attempt} attempts: {exc}; {_ADVICE.get(exc.kind, '')}".rstrip("; "),
-                    kind=exc.kind,
+                    kind=exc.kind, status=exc.status,
                 )
                 final.attempts = attempt
                 raise final from exc
-            sleep(policy.delay_s(attempt, exc.retry_after_s, rng))
+            delay = policy.delay_s(attempt, exc.retry_after_s, rng)
+            if on_retry is not None:
+                try:
+                    on_retry(RetryNotice(attempt, policy.max_retries, exc, delay))
+                except LLMError as stop:  # the caller knows retrying is pointless (the service is down)
+                    stop.attempts = attempt
+                    raise
+            sleep(delay)
         except LLMError as exc:
             exc.attempts = attempt
             raise

@@ -1,0 +1,202 @@
+"""Starting and resuming an agent run (generate, optimize, bench): the model's preflight, and
+what a `--resume` may change.
+
+A run starts only once the model has answered a one-word ping (unless `--offline`: a replay
+needs no server), so a dead, failing or misconfigured endpoint is an exit status 2 in seconds,
+before a run directory or an attempt exists, not a run whose every iteration waits out the
+retries. A resumed run pings too when it has work left to do.
+
+A resumed run keeps what it was started with: a flag that would change what the run is (the
+model, the task, the ablation switches, the temperature, the seeds, the judge's settings) is
+refused, naming it, unless it repeats the stored value. `--iterations`, `--runs` and the budgets
+extend the run: the spec is rewritten, and the task-runs that ended because the old limit was
+reached are reopened. The flags of the machine (`--base-url`, `--no-cache`, `--offline`,
+`--config`, the concurrencies) are read each time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+if TYPE_CHECKING:
+    from ..agent.app import RunSpec
+    from ..store import RunStore
+    from .options import AgentOptions
+
+# --resume may raise these (they change how much is done, not what is done)
+EXTENDABLE = ("iterations", "runs", "max_cost", "max_tokens", "time_limit",
+              "task_max_cost", "task_max_tokens", "task_time_limit")
+BUDGETS = EXTENDABLE[2:]
+# ... and these are the machine's, read on every invocation
+MACHINE = ("base_url", "no_cache", "offline", "config_path", "llm_concurrency", "concurrency",
+           "workers_per_device", "as_json", "resume")
+
+
+def llm_flags(opts: AgentOptions, spec: Any = None) -> dict[str, Any]:
+    """The LLM layer's flags; on a resume, the run's own --base-url unless another is given."""
+    return {"base_url": opts.base_url or getattr(spec, "base_url", None), "no_cache": opts.no_cache,
+            "offline": opts.offline, "concurrency": opts.llm_concurrency}
+
+
+# -- the model's preflight ---------------------------------------------------------------------
+def preflight_model(model: str, opts: AgentOptions, spec: Any = None) -> None:
+    """Ping the model as the run will call it (ValueError, for an exit status 2, when it does not
+    answer); offline, nothing: the run answers from the cache only."""
+    from ..llm.preflight import check_model
+    from ..llm.settings import load_llm_settings
+
+    _, settings = load_llm_settings(opts.config_path, model=model, **llm_flags(opts, spec))
+    if settings.offline:
+        return
+    result = check_model(model, settings)
+    if not result.ok:
+        again = (f"kernelwright {spec.command} --resume {spec_dir(opts)}" if spec is not None
+                 else "the same command")
+        raise ValueError(f"the model does not answer, so the run does not start: {result.detail}. "
+                         f"Check it with `kernelwright doctor --model {model}`, then run {again}"
+                         + (" (or add --offline to replay only what the run's cache holds)" if spec else ""))
+
+
+def spec_dir(opts: AgentOptions) -> str:
+    return str(opts.resume) if opts.resume is not None else str(opts.out)
+
+
+# -- what a resume may change ------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResumePlan:
+    spec: RunSpec                          # the run's spec with the extensions applied
+    changes: tuple[str, ...]               # "--iterations 3 -> 5", ...
+    reopen: tuple[tuple[str, int], ...]    # ended task-runs the extensions continue
+    stored: int                            # iterations stored (the model's attempts)
+    to_go: int                             # iterations left at most, once reopened
+
+
+def _stored_value(spec: RunSpec, name: str) -> tuple[bool, Any]:
+    """(comparable, the run's value) of a flag that changes what the run is."""
+    settings = {"llm_seed": "seed", "temperature": "temperature", "max_debug_attempts": "max_debug_attempts",
+                "one_shot": "one_shot", "knowledge": "knowledge", "reflection": "reflection",
+                "optimizer": "optimizer", "tune": "tune", "tune_variants": "tune_variants"}
+    if name in settings:
+        return True, getattr(spec.settings, settings[name])
+    if name in ("device", "judge_seeds", "judge_base_seed", "perf", "timeout_scale", "sandbox",
+                "max_perf_cases", "mode", "model") or (name == "suite" and spec.command == "bench"):
+        return True, getattr(spec, name)
+    return False, None  # the task, its files, the prompts, the corpus: refused whenever given
+
+
+def _given_value(opts: AgentOptions, name: str) -> Any:
+    if name == "model" and opts.model:
+        from ..llm import LLMError, parse_model
+
+        try:
+            return parse_model(opts.model).id  # "openai-compatible/m" and its spelled-out forms alike
+        except LLMError:
+            return opts.model
+    return getattr(opts, name)
+
+
+def _flag(name: str) -> str:
+    return {"config_path": "--config", "as_json": "--json", "one_shot": "--one-shot/--no-one-shot",
+            "knowledge": "--knowledge/--no-knowledge", "reflection": "--reflection/--no-reflection",
+            "optimizer": "--optimizer/--no-optimizer", "tune": "--tune/--no-tune",
+            "perf": "--perf/--no-perf", "instruction": "INSTRUCTION", "kernel": "KERNEL"
+            }.get(name, "--" + name.replace("_", "-"))
+
+
+def refused_flags(spec: RunSpec, opts: AgentOptions) -> list[str]:
+    """The given flags a resume cannot take, each with the run's own value where it has one."""
+    refused = []
+    for name in sorted(opts.given - set(EXTENDABLE) - set(MACHINE)):
+        if name == "out":
+            refused.append("--out (the run directory is --resume's)")
+            continue
+        comparable, stored = _stored_value(spec, name)
+        if not comparable:
+            refused.append(_flag(name))
+        elif _given_value(opts, name) != stored:
+            refused.append(f"{_flag(name)} (the run's: {stored})")
+    return refused
+
+
+def plan_resume(store: RunStore, spec: RunSpec, opts: AgentOptions) -> ResumePlan:
+    """What resuming `spec` with these flags does (ValueError for a flag it cannot take)."""
+    refused = refused_flags(spec, opts)
+    if refused:
+        raise ValueError(f"a resumed run keeps what it was started with; cannot change {', '.join(refused)}. "
+                         f"A resume takes --iterations, --runs and the budgets (--max-cost, --max-tokens, "
+                         f"--time-limit and their --task- forms) to extend the run; to change anything "
+                         f"else, start a new run (another --out)")
+    new_spec, changes = _extended(spec, opts)
+    more_iterations = new_spec.settings.iterations > spec.settings.iterations
+    budgets = bool(set(BUDGETS) & opts.given)
+    reopen = tuple(sorted(key for key, end in store.ended().items()
+                          if (end["reason"] == "all iterations done" and more_iterations)
+                          or (budgets and _budget_reason(end["reason"]))))
+    stored, to_go = _counts(store, new_spec, set(reopen))
+    return ResumePlan(new_spec, tuple(changes), reopen, stored, to_go)
+
+
+def _budget_reason(reason: str) -> bool:
+    """A task-run ended by a budget (agent/budget.py's reasons), which a new budget may lift."""
+    return "budget is spent" in reason or "time limit is reached" in reason
+
+
+def _extended(spec: RunSpec, opts: AgentOptions) -> tuple[RunSpec, list[str]]:
+    """The spec with the given --iterations, --runs and budgets; a count may only grow."""
+    from ..agent.bench import BENCH_MODES
+
+    settings, changes = spec.settings, []
+    for name in ("iterations", "runs"):
+        old, new = getattr(settings, name), getattr(opts, name)
+        if name not in opts.given or new == old:
+            continue
+        if new < old:
+            raise ValueError(f"--{name} {new}: the run has {old}; a resumed run can only be extended")
+        if name in BENCH_MODES.get(spec.mode, {}):
+            raise ValueError(f"--{name}: bench --mode {spec.mode} makes {old} per run; it cannot be changed")
+        settings = replace(settings, **{name: new})
+        changes.append(f"--{name} {old} -> {new}")
+    limits = {"run_limits": spec.run_limits, "task_limits": spec.task_limits}
+    for name in BUDGETS:
+        if name not in opts.given:
+            continue
+        scope, field = ("task_limits", name[5:]) if name.startswith("task_") else ("run_limits", name)
+        old = getattr(limits[scope], field)
+        if getattr(opts, name) != old:
+            limits[scope] = replace(limits[scope], **{field: getattr(opts, name)})  # checked positive
+            changes.append(f"--{name.replace('_', '-')} {old if old is not None else 'none'} -> {getattr(opts, name)}")
+    return replace(spec, settings=settings, **limits), changes
+
+
+def _counts(store: RunStore, spec: RunSpec, reopened: set[tuple[str, int]]) -> tuple[int, int]:
+    """(the model's attempts stored, iterations left at most) over the spec's task-runs."""
+    done = Counter((a.task, a.run) for a in store.attempts() if a.mode.by_llm)
+    ended = set(store.ended()) - reopened
+    iterations = spec.settings.iterations
+    started = [key for key in done if key not in ended]
+    fresh = len(spec.task_refs) * spec.settings.runs - len(ended) - len(started)
+    return sum(done.values()), sum(max(0, iterations - done[k]) for k in started) + max(0, fresh) * iterations
+
+
+def resume(store: RunStore, spec: RunSpec, opts: AgentOptions) -> RunSpec:
+    """Check the flags, ping the model when work is left, then apply the extensions and say what
+    is resumed. Nothing is written before every check has passed."""
+    plan = plan_resume(store, spec, opts)
+    if plan.to_go > 0:
+        preflight_model(spec.model, opts, spec)
+    if plan.changes:
+        store.put_meta("spec", plan.spec.to_dict())
+    store.reopen_task_runs(plan.reopen)
+    what = f"{plan.stored} attempts stored, {plan.to_go} to go"
+    if plan.changes:
+        what += f" ({', '.join(plan.changes)})"
+    elif plan.to_go == 0:
+        what += " (the run is complete; --iterations N extends it)"
+    Console(stderr=True).print(f"resuming {escape(str(store.run_dir))}: {escape(what)}", highlight=False,
+                               soft_wrap=True)  # one line: the run directory is copied from it
+    return plan.spec
