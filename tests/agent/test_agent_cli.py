@@ -176,10 +176,10 @@ def test_optimize_stops_on_a_failing_kernel_unless_fix_start(tmp_path):
                                          *llm_flags(server)))
             assert code == 2, (data, err)
             assert "your kernel fails the judge" in data["error"] and kind in data["error"] and "--fix-start" in data["error"]
-            assert not server.requests
+            assert not model_requests(server)  # the ping only: no paid call
         code, data, err = finish(cli("optimize", str(empty), *timed, "--fix-start", "--out", str(tmp_path / "fixed"),
                                      *llm_flags(server)))
-        roles = [role_of(r.prompt) for r in server.requests]
+        roles = [role_of(r.prompt) for r in model_requests(server)]
     assert code == 0, (data, err)
     assert roles == ["reflect", "fix"] and "error" not in data
     modes = rows(tmp_path / "fixed" / "run.sqlite", "SELECT mode, kind FROM attempts ORDER BY idx")
@@ -191,7 +191,7 @@ def test_untimed_generate_says_so_and_stops_at_the_first_verified_kernel(tmp_pat
     with ScriptedServer({"default": answer(GOOD)}) as server:
         code, data, err = finish(cli("generate", "--task", str(TINY_ADD), "--iterations", "3", "--out",
                                      str(tmp_path / "run"), *llm_flags(server)))
-        n = len(server.requests)
+        n = len(model_requests(server))
     assert code == 0, err
     assert n == 1  # the correct first answer ends the run: no optimizer call whose gain nothing measures
     assert "speed is not measured under the CPU interpreter: the run stops at the first verified kernel" in err
