@@ -30,6 +30,7 @@ from .usage import (  # noqa: F401
     EXIT_JUDGE_ERROR,
     EXIT_PASS,
     EXIT_USAGE,
+    candidate_problem,
     err_console,
     usage_error,
 )
@@ -219,8 +220,9 @@ def eval_command(
     """
     from ..judge import DeviceUnavailable, JudgePool, detect_backend
 
-    if not candidate.is_file():
-        raise usage_error(f"candidate file {str(candidate)!r} does not exist")
+    problem = candidate_problem(candidate)
+    if problem is not None:
+        raise usage_error(problem)
     if baseline not in ("torch", "triton"):
         raise usage_error("--baseline must be 'torch' or 'triton'")
     task_obj = load_task_or_exit(task, suite, path)
@@ -356,8 +358,23 @@ def print_verdict(verdict) -> None:
         lo, hi = verdict.speedup_ci95
         console.print(f"speedup vs {verdict.baseline}: [bold]{verdict.speedup:.3f}x[/] (mean over cases, "
                       f"95% CI [{lo:.3f}, {hi:.3f}]), geometric mean {verdict.speedup_geomean:.3f}x")
+    print_hang_stack(verdict)
     skipped = [c for c in verdict.cases if c.ok is None]
     for c in skipped:
         console.print(f"[yellow]{c.kind} case {escape(c.label)} {escape(c.reason)}[/]")
     if verdict.detail and not ok:
         console.print(Text(verdict.detail.strip()[-1500:], style="dim"))
+
+
+def print_hang_stack(verdict) -> None:
+    """A timeout's stack: where the candidate was when it was stopped (its own frames; the whole
+    dump is in --json's log_tail)."""
+    from ..judge.common.verdict import hang_stack
+
+    if verdict.kind != "timeout":
+        return
+    frames = hang_stack(verdict.log_tail, verdict.candidate)
+    if frames:
+        console.print("where it hung (most recent call first; --json's log_tail has every thread):", highlight=False)
+        for frame in frames:
+            console.print(Text(frame, style="dim"), soft_wrap=True)

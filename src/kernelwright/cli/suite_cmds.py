@@ -198,7 +198,8 @@ def report_suite(suite: str, candidates: str, store, out: Path, selected: list, 
                           "interrupted": interrupted, "timed_tasks": timed,
                           "metrics": [m.__dict__ for m in summary.metrics],
                           "not_judged": [o.__dict__ for o in summary.not_judged],
-                          "failures": {kind: [{"task": t, "reason": r} for t, r in items]
+                          "failures": {kind: [{"task": t, "reason": r, **({"hung_at": h} if h else {})}
+                                              for t, r, h in items]
                                        for kind, items in failures.items()},
                           "rejudged": [{"task": t, "why": w} for t, w in rejudged],
                           "results": [r.__dict__ for r in store.records.values()],
@@ -213,10 +214,13 @@ def report_suite(suite: str, candidates: str, store, out: Path, selected: list, 
         console.print(f"results: {out}  ({len(store.records)} tasks recorded, {wall:.0f} s)")
 
 
-def failure_groups(records) -> dict[str, list[tuple[str, str]]]:
-    """{failure kind: [(task, first line of the reason)]} for every task that did not pass, judged
-    or not (missing, unsupported): the kind is the verdict's own."""
-    groups: dict[str, list[tuple[str, str]]] = {}
+def failure_groups(records) -> dict[str, list[tuple[str, str, list[str]]]]:
+    """{failure kind: [(task, first line of the reason, where it hung)]} for every task that did
+    not pass, judged or not (missing, unsupported): the kind is the verdict's own; where it hung
+    (a timeout's innermost frames in the candidate's file) is [] for the other kinds."""
+    from ..judge.common.verdict import hang_stack
+
+    groups: dict[str, list[tuple[str, str, list[str]]]] = {}
     for r in sorted(records, key=lambda r: r.task):
         verdict = r.verdict or {}
         if r.status == "judged" and verdict.get("stage") == "passed":
@@ -226,19 +230,23 @@ def failure_groups(records) -> dict[str, list[tuple[str, str]]]:
         else:
             kind = r.status
         reason = (r.reason or verdict.get("reason") or "").strip().splitlines()
-        groups.setdefault(kind, []).append((r.task, reason[0] if reason else ""))
+        hung = (hang_stack(verdict.get("log_tail") or "", verdict.get("candidate") or "", max_frames=3)
+                if kind == "timeout" else [])
+        groups.setdefault(kind, []).append((r.task, reason[0] if reason else "", hung))
     return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 
-def print_failures(groups: dict[str, list[tuple[str, str]]], limit: int = 200) -> None:
+def print_failures(groups: dict[str, list[tuple[str, str, list[str]]]], limit: int = 200) -> None:
     if not groups:
         return
     total = sum(len(v) for v in groups.values())
     console.print(f"\nfailures ({total} task(s), by kind; full reasons in the results file):", highlight=False)
     for kind, items in groups.items():
         console.print(f"  {kind} ({len(items)}):", highlight=False)
-        for task, reason in items[:limit]:
+        for task, reason, hung in items[:limit]:
             console.print(f"    {task}: {reason[:300]}", markup=False, highlight=False, soft_wrap=True)
+            for frame in hung:  # where a timed-out candidate was stopped, innermost first
+                console.print(f"      hung at {frame.strip()}", markup=False, highlight=False, soft_wrap=True)
         if len(items) > limit:
             console.print(f"    ... and {len(items) - limit} more", highlight=False)
 
