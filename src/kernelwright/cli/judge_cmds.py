@@ -141,6 +141,11 @@ def tasks_command(
             table.add_row(escape(r["name"]), escape(entry), f"{c['visible']}/{c['hidden']}/{c['perf']}",
                           str(r["difficulty"] or "-"), "yes" if r["triton_reference"] else "-")
         console.print(table)
+        cannot = [r for r in rows if r.get("unsupported")]
+        if cannot:  # listed, and judged as unsupported until what they need is installed
+            err_console.print(f"[yellow]{len(cannot)} task(s) cannot run here:[/]")
+        for r in cannot:
+            err_console.print(f"[yellow]  {escape(r['name'])}: {escape(r['unsupported'])}[/]", soft_wrap=True)
         if problems:
             err_console.print(f"[yellow]{len(problems)} file(s) could not become tasks:[/]")
         for p in problems:
@@ -186,6 +191,8 @@ def tasks_show_command(
         console.print(f"[bold]tolerances:[/] {escape(tols)}", highlight=False, soft_wrap=True)
     console.print(f"[bold]triton reference:[/] {escape(str(task.triton_reference or '-'))}", highlight=False,
                   soft_wrap=True)
+    if task.unsupported:
+        console.print(f"[yellow]cannot run here: {escape(task.unsupported)}[/]", soft_wrap=True)
     if task.requires_backend:
         console.print(f"[yellow]needs {escape(task.requires_backend)}: {escape(task.requires_reason)}[/]")
     for note in task.notes:
