@@ -10,15 +10,10 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from . import app
+from .agent_progress import clock
+from .progress_line import Field, ProgressLine
 from .judge_cmds import EXIT_USAGE, usage_error
 from .options import (
     Command,
@@ -155,20 +150,9 @@ def judge_suite_command(
                           "judge options: not judged again)")
             for name, why in work.rejudged:
                 err.print(f"[yellow]judging {escape(name)} again:[/] {escape(why)} since its stored verdict")
-            counts = {"passed": 0, "failed": 0, "not run": 0}
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("tasks  {task.fields[counts]}"), TimeElapsedColumn(), console=err,
-                          disable=as_json) as progress:
-                bar = progress.add_task(f"{suite} ({pool.backend})", total=len(work.to_judge) + len(work.not_run),
-                                        counts="")
-
-                def on_record(record) -> None:
-                    key = ("passed" if record.verdict and record.verdict["stage"] == "passed"
-                           else "failed" if record.status == "judged" else "not run")
-                    counts[key] += 1
-                    progress.update(bar, advance=1, counts="  ".join(f"{k}: {v}" for k, v in counts.items()))
-
-                run_suite(work, store, pool, on_record)
+            progress = SuiteProgress(f"{suite} ({pool.backend})", len(work.to_judge) + len(work.not_run))
+            with ProgressLine(err, progress.fields, enabled=not as_json):
+                run_suite(work, store, pool, progress.on_record)
     except DeviceUnavailable as exc:
         raise usage_error(str(exc)) from None
     except KeyboardInterrupt:
@@ -180,6 +164,28 @@ def judge_suite_command(
     if interrupted:
         err.print(f"[yellow]interrupted[/]: every finished task is saved in {out}; rerun the same command to resume")
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+class SuiteProgress:
+    """judge-suite's live line: tasks done of the total, the elapsed time, passed/failed/not run,
+    the bar and the suite's name; on a narrow terminal the name goes first, then the bar."""
+
+    def __init__(self, title: str, total: int) -> None:
+        self.title, self.total, self.done = title, total, 0
+        self.counts = {"passed": 0, "failed": 0, "not run": 0}
+        self.started = time.monotonic()
+
+    def on_record(self, record) -> None:
+        key = ("passed" if record.verdict and record.verdict["stage"] == "passed"
+               else "failed" if record.status == "judged" else "not run")
+        self.counts[key] += 1
+        self.done += 1
+
+    def fields(self) -> list[Field]:
+        counts = "  ".join(f"{k}: {v}" for k, v in self.counts.items())
+        return [Field(self.title, 5, style="bold"), Field.bar(self.done, self.total, 4),
+                Field(f"{self.done}/{self.total} tasks", 1, " ", style="progress.download"),
+                Field(counts, 3, "  "), Field(clock(time.monotonic() - self.started), 2, " ", style="progress.elapsed")]
 
 
 def report_suite(suite: str, candidates: str, store, out: Path, selected: list, exclude_unsupported: bool,
