@@ -88,7 +88,8 @@ def test_a_timeout_is_one_sentence_with_the_stack_where_it_hung(runner, tmp_path
                         r"15 s; compiling is limited apart\): an infinite loop in host code, or a kernel that never "
                         r"terminates\?", reason), reason
     assert "where it hung (most recent call first" in out
-    assert f'File "{HANG}", line 17 in vector_add' in out
+    # (`while True: pass`: the dump names either line of the loop)
+    assert re.search(rf'File "{re.escape(str(HANG))}", line 1[78] in vector_add', out), out
 
     folder = tmp_path / "cands"
     folder.mkdir()
@@ -97,11 +98,11 @@ def test_a_timeout_is_one_sentence_with_the_stack_where_it_hung(runner, tmp_path
                                  "vector_add", "--out", str(tmp_path / "r.jsonl"), *fast])
     assert result.exit_code == 0, result.output
     assert re.search(rf'timeout \(1\):\s+vector_add: case 1000 float32 .*\n\s+hung at File "{folder}/vector_add.py", '
-                     r"line 17 in vector_add", result.stdout), result.stdout
+                     r"line 1[78] in vector_add", result.stdout), result.stdout
     result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", str(folder), "--tasks",
                                  "vector_add", "--out", str(tmp_path / "r.jsonl"), "--json", *fast])
     (hung,) = json.loads(result.stdout)["failures"]["timeout"]
-    assert hung["hung_at"] == [f'  File "{folder}/vector_add.py", line 17 in vector_add']
+    assert re.fullmatch(rf'  File "{folder}/vector_add.py", line 1[78] in vector_add', *hung["hung_at"])
 
 
 def test_hang_stack_keeps_the_candidates_frames_or_the_innermost_ones():
