@@ -79,7 +79,9 @@ class TimedJudge:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--tasks", nargs="+", default=["softmax", "vector_add"])
+    from kernelwright.cli.options import add_tasks_argument
+
+    add_tasks_argument(parser, default=["softmax", "vector_add"])
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()

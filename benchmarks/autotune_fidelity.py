@@ -230,7 +230,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", choices=SUITES, default="tritonbench-revised")
     parser.add_argument("--path", type=Path, help="the GEAK-eval checkout")
-    parser.add_argument("--tasks", nargs="*", help="task names (default: every autotuned one of the suite)")
+    from kernelwright.cli.options import add_tasks_argument
+
+    add_tasks_argument(parser, help="task names (default: every autotuned one of the suite)")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--device", default="auto", help="auto | cuda | cpu (cpu: the plumbing only)")
     parser.add_argument("--max-perf-cases", type=int, default=1)

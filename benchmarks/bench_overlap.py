@@ -120,7 +120,9 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=3)
-    parser.add_argument("--tasks", nargs="*")
+    from kernelwright.cli.options import add_tasks_argument
+
+    add_tasks_argument(parser)
     parser.add_argument("--concurrency", type=int)
     parser.add_argument("--llm-concurrency", type=int, default=64)
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more bench flags")

@@ -27,7 +27,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--tasks", nargs="*")
+    from kernelwright.cli.options import add_tasks_argument
+
+    add_tasks_argument(parser)
     parser.add_argument("--variants", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=240.0, help="budget per task")
     parser.add_argument("--max-perf-cases", type=int)

@@ -46,7 +46,9 @@ def test_hang_candidate_verdict(verdicts, path, stage, reason):
         found = re.search(r"timed out after ([0-9.]+) s running", verdict.reason)
         assert found, verdict.reason
         assert RUN_S <= float(found.group(1)) < 60, verdict.reason
-        assert "running limit" in verdict.reason and "run_timeout" in verdict.reason
+        assert "its running limit (" in verdict.reason and "run_timeout" in verdict.reason
+        # one sentence: what it was running is said once, first; the limit's number once
+        assert verdict.reason.count(" s running") == 1 and " while " not in verdict.reason, verdict.reason
 
 
 def test_import_hang_is_a_call_stage_timeout_at_import(verdicts):

@@ -237,6 +237,8 @@ def test_ctrl_c_exits_at_once_and_resumes(tmp_path):
         assert proc.returncode == 130, err
         assert time.monotonic() - sent < 20
         assert "--resume" in err
+        # the first answer was broken and the fix never came: best/ is empty, and it says so
+        assert "nothing was verified yet" in err and not any((run / "best").iterdir())
     with ScriptedServer({"rules": [{"match": "Your previous attempt", **answer(GOOD)}],
                          "default": answer(BROKEN)}) as server:
         code, data, err = finish(cli("generate", "--resume", str(run), *llm_flags(server)))

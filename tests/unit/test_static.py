@@ -128,7 +128,7 @@ def test_non_utf8_file_is_rejected(tmp_path):
     path.write_bytes(KERNEL.encode() + b"\ndef entry(x):\n    return '\xff\xfe'\n")
     result = check_source(path, "entry")
     assert not result.ok
-    assert result.reason == "candidate file is not UTF-8 text"
+    assert result.reason.startswith("candidate file is not UTF-8 text (byte ")
 
 
 def test_file_over_the_size_limit_is_rejected_before_parsing(tmp_path):
@@ -164,7 +164,7 @@ def test_missing_path_is_rejected(tmp_path):
 def test_directory_is_rejected(tmp_path):
     result = check_source(tmp_path, "entry")
     assert not result.ok
-    assert result.reason.startswith("cannot read candidate file")
+    assert result.reason == "candidate is a directory; expected a .py file"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can read files without permission")

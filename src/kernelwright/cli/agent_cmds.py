@@ -243,8 +243,9 @@ def _task_and_start(command: str, opts: AgentOptions):
         kernel = opts.kernel
         if kernel is None or opts.task is None:
             raise ValueError("optimize needs your kernel and its task: kernelwright optimize KERNEL.py --task NAME|TASK.py")
-        if not kernel.is_file():
-            raise ValueError(f"{kernel}: no such file")
+        from .usage import read_candidate
+
+        start_code = read_candidate(kernel)  # a directory, a binary file: named, as eval names them
         from ..judge import detect_backend
 
         if opts.perf is False or (detect_backend(opts.device)[0] == "cpu" and not opts.perf):
@@ -255,7 +256,7 @@ def _task_and_start(command: str, opts: AgentOptions):
         task = load_task_or_exit(opts.task, opts.suite, opts.path)
         _interpreter_timing(opts, task)
         out = opts.out or _default_out(task.name)
-        return task, kernel.read_text(), out, not Path(out).exists()
+        return task, start_code, out, not Path(out).exists()
     if opts.task is not None:
         if opts.instruction or opts.entry or opts.reference:
             raise ValueError("give either --task, or an INSTRUCTION with --entry and --reference, not both")
@@ -383,11 +384,9 @@ def _interrupted(store, spec) -> NoReturn:
     from ..agent.results import write_outputs
 
     names = sorted({a.task for a in store.attempts()})
-    write_outputs(store, names, spec.settings.runs)
+    verified = any(r.best is not None for r in write_outputs(store, names, spec.settings.runs))
     store.close()
-    Console(stderr=True).print(f"[yellow]interrupted: the best kernels so far are in[/] "
-                               f"{escape(str(store.run_dir / 'best'))}[yellow]; continue with[/] kernelwright "
-                               f"{spec.command} --resume {escape(str(store.run_dir))}")
+    Console(stderr=True).print(_interrupted_message(spec.command, store.run_dir, verified), highlight=False)
     # Task-runs still waiting for the model would hold the exit for up to the LLM timeout:
     # everything is stored (each attempt and call is committed as it happens), so leave now.
     sys.stdout.flush()
@@ -402,6 +401,15 @@ def outage_message(store, spec, outage: str) -> str:
     return (f"the model stopped answering ({outage[:300]}); the task-runs waiting for it stopped without "
             f"spending their remaining iterations, and the best kernels so far are in {store.run_dir / 'best'}. "
             f"{when} with: kernelwright {spec.command} --resume {store.run_dir}")
+
+
+def _interrupted_message(command: str, run_dir: Path, verified: bool) -> str:
+    """What Ctrl-C leaves: where the verified kernels are, or that there are none yet (best/ is
+    empty then), and how to continue."""
+    where = (f"the best kernels so far are in {escape(str(run_dir / 'best'))}" if verified
+             else "nothing was verified yet")
+    return (f"[yellow]interrupted:[/] {where}; continue with kernelwright {command} --resume "
+            f"{escape(str(run_dir))}")
 
 
 def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None):

@@ -1,8 +1,10 @@
 """Live progress of an agent run (generate, optimize, bench): attempts done of the planned total,
-tasks finished and how many of them have a verified kernel, the best speedups, tokens and cost,
-and the estimated time and cost to finish. Fed by the session's events, from many threads.
+the elapsed time, tasks finished and how many of them have a verified kernel, the best speedups,
+tokens and cost, the estimated time and cost to finish, and the latest event. Fed by the
+session's events, from many threads. On a narrow terminal the line keeps the count, the elapsed
+time and the best result, and leaves out the rest in reverse order of importance (`progress_line`).
 
-On a terminal it is a live bar; elsewhere (a pipe, CI, --json) a line per event on stderr, so a
+On a terminal it is a live line; elsewhere (a pipe, CI, --json) a line per event on stderr, so a
 long run (a kernel timed under the interpreter for minutes) never looks hung."""
 
 from __future__ import annotations
@@ -12,22 +14,23 @@ import time
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from ..agent.memory import Mode
+from .progress_line import Field, ProgressLine
 
 if TYPE_CHECKING:
     from ..llm.retry import RetryNotice
 
 
+def clock(seconds: float) -> str:
+    """Elapsed time as rich's TimeElapsedColumn shows it: H:MM:SS."""
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
 class AgentProgress:
-    def __init__(self, tasks: int, runs: int, iterations: int, quiet: bool = False, done: int = 0) -> None:
+    def __init__(self, tasks: int, runs: int, iterations: int, quiet: bool = False,
+                 console: Console | None = None, done: int = 0) -> None:
         """`done`: the iterations a resumed run has stored already (counted, not timed)."""
         self.tasks, self.runs = tasks, runs
         self.total = tasks * runs * iterations
@@ -37,32 +40,29 @@ class AgentProgress:
         self._done_before = done
         self.best: dict[str, float | None] = {}        # task -> best verified speedup (None: untimed)
         self.ended: dict[str, int] = {}                # task -> task-runs ended
-        console = Console(stderr=True)
-        # a live bar only on a terminal: in a pipe or CI its last frame would stay behind, cut short
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"), console=console, disable=quiet or not console.is_terminal)
+        self.latest = "starting the judge"
+        console = console or Console(stderr=True)
+        # a live line only on a terminal: in a pipe or CI its last frame would stay behind, cut short
+        self.line = ProgressLine(console, self.fields, enabled=not quiet and console.is_terminal)
         self._lines = console if quiet or not console.is_terminal else None
-        self._bar = self._progress.add_task("attempts", total=self.total, completed=done,
-                                            status="starting the judge")
 
     def __enter__(self) -> "AgentProgress":
-        self._progress.__enter__()
+        self.line.__enter__()
         if self._lines is not None:
             self._lines.print(f"[0:00] starting the judge; {self.total} iterations planned", highlight=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)
+        self.line.__exit__(*exc)
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         with self._lock:
-            latest = self._apply(kind, data)
-            self._progress.update(self._bar, completed=self.done, status=self._status(latest))
+            self.latest = latest = self._apply(kind, data)
             if self._lines is not None:
                 elapsed = int(time.monotonic() - self._started)
                 self._lines.print(f"[{elapsed // 60}:{elapsed % 60:02d}] {latest}", markup=False, highlight=False,
                                   soft_wrap=True)
+        self.line.refresh()
 
     def retrying(self, tags: Mapping[str, str], notice: RetryNotice) -> None:
         """The LLM client's hook: a call failed and waits to be sent again (minutes, at worst)."""
@@ -97,19 +97,28 @@ class AgentProgress:
             return f"{data['task']} run {data['run']}: judging attempt {data['index']}"
         return f"{data.get('task', '')} {kind}"
 
-    def _status(self, latest: str) -> str:
-        finished = [t for t, n in self.ended.items() if n >= self.runs]
-        solved = sum(1 for t in finished if t in self.best)
-        speeds = sorted((s for s in self.best.values() if s is not None), reverse=True)[:3]
-        parts = []
-        if self.tasks > 1:
-            parts.append(f"tasks {len(finished)}/{self.tasks} ({solved} verified)")
-        parts.append("best " + ", ".join(f"{s:.2f}x" for s in speeds) if speeds
-                     else ("verified, untimed" if self.best else "no verified kernel yet"))
-        parts.append(f"{self.tokens} tok ${self.cost:.3f}")
-        timed = self.done - self._done_before  # this invocation's iterations: its time and cost
-        if timed > 0:
-            rate = (time.monotonic() - self._started) / timed
-            left = max(0, self.total - self.done)
-            parts.append(f"~{rate * left / 60:.0f} min, ~${self.cost / timed * left:.2f} to go")
-        return " · ".join(parts) + f" · {latest[:70]}"
+    def fields(self) -> list[Field]:
+        """The line's fields, in display order; priority 1 is the last to go on a narrow terminal:
+        the count, the elapsed time, the best result, then the tasks, the bar, the tokens and
+        cost, the estimate and the latest event."""
+        with self._lock:
+            elapsed = time.monotonic() - self._started
+            finished = [t for t, n in self.ended.items() if n >= self.runs]
+            solved = sum(1 for t in finished if t in self.best)
+            speeds = sorted((s for s in self.best.values() if s is not None), reverse=True)[:3]
+            state = ("best " + ", ".join(f"{s:.2f}x" for s in speeds) if speeds
+                     else "verified, untimed" if self.best else "no verified kernel yet")
+            fields = [Field("attempts", 6, style="bold"), Field.bar(self.done, self.total, 5),
+                      Field(f"{self.done}/{self.total}", 1, " ", style="progress.download"),
+                      Field(clock(elapsed), 2, " ", style="progress.elapsed")]
+            if self.tasks > 1:
+                fields.append(Field(f"tasks {len(finished)}/{self.tasks} ({solved} verified)", 4))
+            fields += [Field(state, 3, style="green" if self.best else ""),
+                       Field(f"{self.tokens} tok ${self.cost:.3f}", 7)]
+            timed = self.done - self._done_before  # this invocation's iterations: its time and cost
+            if timed > 0:
+                left = max(0, self.total - self.done)
+                fields.append(Field(f"~{elapsed / timed * left / 60:.0f} min, "
+                                    f"~${self.cost / timed * left:.2f} to go", 8))
+            fields.append(Field(self.latest, 9, style="dim", width=(15, 70)))
+            return fields

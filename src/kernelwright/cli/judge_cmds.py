@@ -30,6 +30,7 @@ from .usage import (  # noqa: F401
     EXIT_JUDGE_ERROR,
     EXIT_PASS,
     EXIT_USAGE,
+    candidate_problem,
     err_console,
     usage_error,
 )
@@ -140,6 +141,11 @@ def tasks_command(
             table.add_row(escape(r["name"]), escape(entry), f"{c['visible']}/{c['hidden']}/{c['perf']}",
                           str(r["difficulty"] or "-"), "yes" if r["triton_reference"] else "-")
         console.print(table)
+        cannot = [r for r in rows if r.get("unsupported")]
+        if cannot:  # listed, and judged as unsupported until what they need is installed
+            err_console.print(f"[yellow]{len(cannot)} task(s) cannot run here:[/]")
+        for r in cannot:
+            err_console.print(f"[yellow]  {escape(r['name'])}: {escape(r['unsupported'])}[/]", soft_wrap=True)
         if problems:
             err_console.print(f"[yellow]{len(problems)} file(s) could not become tasks:[/]")
         for p in problems:
@@ -185,6 +191,8 @@ def tasks_show_command(
         console.print(f"[bold]tolerances:[/] {escape(tols)}", highlight=False, soft_wrap=True)
     console.print(f"[bold]triton reference:[/] {escape(str(task.triton_reference or '-'))}", highlight=False,
                   soft_wrap=True)
+    if task.unsupported:
+        console.print(f"[yellow]cannot run here: {escape(task.unsupported)}[/]", soft_wrap=True)
     if task.requires_backend:
         console.print(f"[yellow]needs {escape(task.requires_backend)}: {escape(task.requires_reason)}[/]")
     for note in task.notes:
@@ -219,8 +227,9 @@ def eval_command(
     """
     from ..judge import DeviceUnavailable, JudgePool, detect_backend
 
-    if not candidate.is_file():
-        raise usage_error(f"candidate file {str(candidate)!r} does not exist")
+    problem = candidate_problem(candidate)
+    if problem is not None:
+        raise usage_error(problem)
     if baseline not in ("torch", "triton"):
         raise usage_error("--baseline must be 'torch' or 'triton'")
     task_obj = load_task_or_exit(task, suite, path)
@@ -356,8 +365,23 @@ def print_verdict(verdict) -> None:
         lo, hi = verdict.speedup_ci95
         console.print(f"speedup vs {verdict.baseline}: [bold]{verdict.speedup:.3f}x[/] (mean over cases, "
                       f"95% CI [{lo:.3f}, {hi:.3f}]), geometric mean {verdict.speedup_geomean:.3f}x")
+    print_hang_stack(verdict)
     skipped = [c for c in verdict.cases if c.ok is None]
     for c in skipped:
         console.print(f"[yellow]{c.kind} case {escape(c.label)} {escape(c.reason)}[/]")
     if verdict.detail and not ok:
         console.print(Text(verdict.detail.strip()[-1500:], style="dim"))
+
+
+def print_hang_stack(verdict) -> None:
+    """A timeout's stack: where the candidate was when it was stopped (its own frames; the whole
+    dump is in --json's log_tail)."""
+    from ..judge.common.verdict import hang_stack
+
+    if verdict.kind != "timeout":
+        return
+    frames = hang_stack(verdict.log_tail, verdict.candidate)
+    if frames:
+        console.print("where it hung (most recent call first; --json's log_tail has every thread):", highlight=False)
+        for frame in frames:
+            console.print(Text(frame, style="dim"), soft_wrap=True)

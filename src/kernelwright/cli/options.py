@@ -18,6 +18,7 @@ were renamed give an error naming their new name (`RENAMED`, `Command`).
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -94,6 +95,21 @@ def parse_tasks(values: Iterable[str] | None) -> tuple[str, ...]:
             if name and name not in names:
                 names.append(name)
     return tuple(names)
+
+
+class TasksAction(argparse.Action):
+    """--tasks for the argparse scripts in benchmarks/, as on the CLI: space-separated names,
+    comma lists and repeats add up (`--tasks a b,c --tasks d`); a default is replaced, not extended."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        current = getattr(namespace, self.dest, None)
+        current = [] if current is None or current is self.default else list(current)
+        setattr(namespace, self.dest, list(parse_tasks([*current, *values])))
+
+
+def add_tasks_argument(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
+    kwargs.setdefault("help", "task names: space- or comma-separated, repeatable")
+    parser.add_argument("--tasks", nargs="+", action=TasksAction, metavar="NAME[,NAME...]", **kwargs)
 
 
 # -- renamed flags -----------------------------------------------------------------------------

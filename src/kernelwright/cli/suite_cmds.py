@@ -10,15 +10,10 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from . import app
+from .agent_progress import clock
+from .progress_line import Field, ProgressLine
 from .judge_cmds import EXIT_USAGE, usage_error
 from .options import (
     Command,
@@ -155,20 +150,9 @@ def judge_suite_command(
                           "judge options: not judged again)")
             for name, why in work.rejudged:
                 err.print(f"[yellow]judging {escape(name)} again:[/] {escape(why)} since its stored verdict")
-            counts = {"passed": 0, "failed": 0, "not run": 0}
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("tasks  {task.fields[counts]}"), TimeElapsedColumn(), console=err,
-                          disable=as_json) as progress:
-                bar = progress.add_task(f"{suite} ({pool.backend})", total=len(work.to_judge) + len(work.not_run),
-                                        counts="")
-
-                def on_record(record) -> None:
-                    key = ("passed" if record.verdict and record.verdict["stage"] == "passed"
-                           else "failed" if record.status == "judged" else "not run")
-                    counts[key] += 1
-                    progress.update(bar, advance=1, counts="  ".join(f"{k}: {v}" for k, v in counts.items()))
-
-                run_suite(work, store, pool, on_record)
+            progress = SuiteProgress(f"{suite} ({pool.backend})", len(work.to_judge) + len(work.not_run))
+            with ProgressLine(err, progress.fields, enabled=not as_json):
+                run_suite(work, store, pool, progress.on_record)
     except DeviceUnavailable as exc:
         raise usage_error(str(exc)) from None
     except KeyboardInterrupt:
@@ -180,6 +164,28 @@ def judge_suite_command(
     if interrupted:
         err.print(f"[yellow]interrupted[/]: every finished task is saved in {out}; rerun the same command to resume")
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+class SuiteProgress:
+    """judge-suite's live line: tasks done of the total, the elapsed time, passed/failed/not run,
+    the bar and the suite's name; on a narrow terminal the name goes first, then the bar."""
+
+    def __init__(self, title: str, total: int) -> None:
+        self.title, self.total, self.done = title, total, 0
+        self.counts = {"passed": 0, "failed": 0, "not run": 0}
+        self.started = time.monotonic()
+
+    def on_record(self, record) -> None:
+        key = ("passed" if record.verdict and record.verdict["stage"] == "passed"
+               else "failed" if record.status == "judged" else "not run")
+        self.counts[key] += 1
+        self.done += 1
+
+    def fields(self) -> list[Field]:
+        counts = "  ".join(f"{k}: {v}" for k, v in self.counts.items())
+        return [Field(self.title, 5, style="bold"), Field.bar(self.done, self.total, 4),
+                Field(f"{self.done}/{self.total} tasks", 1, " ", style="progress.download"),
+                Field(counts, 3, "  "), Field(clock(time.monotonic() - self.started), 2, " ", style="progress.elapsed")]
 
 
 def report_suite(suite: str, candidates: str, store, out: Path, selected: list, exclude_unsupported: bool,
@@ -198,7 +204,8 @@ def report_suite(suite: str, candidates: str, store, out: Path, selected: list, 
                           "interrupted": interrupted, "timed_tasks": timed,
                           "metrics": [m.__dict__ for m in summary.metrics],
                           "not_judged": [o.__dict__ for o in summary.not_judged],
-                          "failures": {kind: [{"task": t, "reason": r} for t, r in items]
+                          "failures": {kind: [{"task": t, "reason": r, **({"hung_at": h} if h else {})}
+                                              for t, r, h in items]
                                        for kind, items in failures.items()},
                           "rejudged": [{"task": t, "why": w} for t, w in rejudged],
                           "results": [r.__dict__ for r in store.records.values()],
@@ -213,10 +220,13 @@ def report_suite(suite: str, candidates: str, store, out: Path, selected: list, 
         console.print(f"results: {out}  ({len(store.records)} tasks recorded, {wall:.0f} s)")
 
 
-def failure_groups(records) -> dict[str, list[tuple[str, str]]]:
-    """{failure kind: [(task, first line of the reason)]} for every task that did not pass, judged
-    or not (missing, unsupported): the kind is the verdict's own."""
-    groups: dict[str, list[tuple[str, str]]] = {}
+def failure_groups(records) -> dict[str, list[tuple[str, str, list[str]]]]:
+    """{failure kind: [(task, first line of the reason, where it hung)]} for every task that did
+    not pass, judged or not (missing, unsupported): the kind is the verdict's own; where it hung
+    (a timeout's innermost frames in the candidate's file) is [] for the other kinds."""
+    from ..judge.common.verdict import hang_stack
+
+    groups: dict[str, list[tuple[str, str, list[str]]]] = {}
     for r in sorted(records, key=lambda r: r.task):
         verdict = r.verdict or {}
         if r.status == "judged" and verdict.get("stage") == "passed":
@@ -226,19 +236,23 @@ def failure_groups(records) -> dict[str, list[tuple[str, str]]]:
         else:
             kind = r.status
         reason = (r.reason or verdict.get("reason") or "").strip().splitlines()
-        groups.setdefault(kind, []).append((r.task, reason[0] if reason else ""))
+        hung = (hang_stack(verdict.get("log_tail") or "", verdict.get("candidate") or "", max_frames=3)
+                if kind == "timeout" else [])
+        groups.setdefault(kind, []).append((r.task, reason[0] if reason else "", hung))
     return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 
-def print_failures(groups: dict[str, list[tuple[str, str]]], limit: int = 200) -> None:
+def print_failures(groups: dict[str, list[tuple[str, str, list[str]]]], limit: int = 200) -> None:
     if not groups:
         return
     total = sum(len(v) for v in groups.values())
     console.print(f"\nfailures ({total} task(s), by kind; full reasons in the results file):", highlight=False)
     for kind, items in groups.items():
         console.print(f"  {kind} ({len(items)}):", highlight=False)
-        for task, reason in items[:limit]:
+        for task, reason, hung in items[:limit]:
             console.print(f"    {task}: {reason[:300]}", markup=False, highlight=False, soft_wrap=True)
+            for frame in hung:  # where a timed-out candidate was stopped, innermost first
+                console.print(f"      hung at {frame.strip()}", markup=False, highlight=False, soft_wrap=True)
         if len(items) > limit:
             console.print(f"    ... and {len(items) - limit} more", highlight=False)
 

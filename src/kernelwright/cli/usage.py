@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 import typer
@@ -48,6 +49,33 @@ def usage_error(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     if wants_json():
         print_json_error(message, code)
     return typer.Exit(code)
+
+
+def candidate_problem(path: Path) -> str | None:
+    """Why `path` cannot be a candidate file, naming it (None: it is a file). Read problems
+    (binary, too large) are the static stage's: `read_candidate` for a file read here."""
+    if path.is_dir():
+        return f"{path} is a directory; expected a .py file"
+    if not path.exists():
+        return f"candidate file {str(path)!r} does not exist"
+    if not path.is_file():
+        return f"{path} is not a regular file; expected a .py file"
+    return None
+
+
+def read_candidate(path: Path) -> str:
+    """The text of a candidate file read by the trusted process (optimize's starting kernel):
+    the static stage's reading (`static.read_source`), its problems as a ValueError naming the
+    file, as `eval` reports them."""
+    from ..judge.coordinator.static import read_source
+
+    problem = candidate_problem(path)
+    if problem is None:
+        source, failed = read_source(path)
+        problem = None if failed is None else f"{path}: {failed.reason}"
+    if problem is not None:
+        raise ValueError(problem)
+    return source
 
 
 def hide_flag_types() -> None:

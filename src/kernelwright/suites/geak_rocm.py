@@ -3,7 +3,9 @@ the user's own checkout: correctness cases are the parametrizations of the test 
 they store in `result_gold`), performance cases the parametrizations of `test_performance` (the
 operation handed to the benchmarker helper). Parametrizations are read from pytest's own marks in
 a forked process (see `_parametrizations_by_running`), or from the decorators' source where the
-module cannot be run."""
+module cannot be run (on a CPU: a module-level driver or CUDA call), evaluated by `static_values`
+without running any of it. A file that imports a module that is not installed (test_randn.py:
+scipy, the `rocm` extra) is still a task, marked unsupported with what to install."""
 
 from __future__ import annotations
 
@@ -20,26 +22,8 @@ from ..tasks.model import Case, EntryPoint, Task
 from . import geak_compat
 from .adapter import (SuiteError, cache_file, defined_names, exec_module, exec_source, flatten_results,
                       in_forked_process, json_cached, required_names, seed_everything, without_definitions)
+from .static_values import Param, StaticValues
 from .geak_source import ROCM_DIR, ROCM_JSON, geak_task, instructions, portable_libdevice, split_source
-
-
-def _module_literals(tree: ast.Module) -> dict[str, Any]:
-    env: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                env[node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                pass
-    return env
-
-
-def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Name) and node.id in env:
-        return env[node.id]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _eval(node.left, env) + _eval(node.right, env)
-    return ast.literal_eval(node)
 
 
 def _product(axes: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -53,18 +37,22 @@ def _product(axes: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return combos
 
 
-def _parametrizations(fn: ast.FunctionDef, env: dict[str, Any]) -> list[dict[str, Any]]:
-    """The cartesian product of a test's @pytest.mark.parametrize decorators."""
+def _parametrizations(fn: ast.FunctionDef, values: StaticValues) -> list[dict[str, Any]]:
+    """The cartesian product of a test's @pytest.mark.parametrize decorators, read from their
+    source (`static_values`: comprehensions, itertools and the module's own helpers, evaluated
+    without running the file)."""
     axes = []
     for deco in fn.decorator_list:
         if not (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute) and deco.func.attr == "parametrize"):
             continue
-        names = _eval(deco.args[0], env)
+        names = values.value(deco.args[0])
         names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-        values = _eval(deco.args[1], env)
-        rows = [dict(zip(names, v if len(names) > 1 else (v,))) for v in values]
+        rows = []
+        for v in values.value(deco.args[1]):
+            v = v.values if isinstance(v, Param) else v
+            rows.append(dict(zip(names, v if len(names) > 1 else (v,))))
         axes.append(rows)
-    return _product(axes)
+    return _product(axes)  # top decorator first, as `_enumerate_marks` reads pytest's marks
 
 
 def _parametrizations_by_running(path: Path, kernel_code: str, test_code: str) -> dict[str, list[dict]]:
@@ -143,6 +131,34 @@ def _unplain(value: Any) -> Any:
             return {k: _unplain(v) for k, v in value["dict"].items()}
         return [_unplain(v) for v in value["list"]]
     return value
+
+
+# Modules GEAK's ROCm files import that kernelwright does not depend on, and what installs them;
+# geak_eval's helpers are kernelwright's own stand-ins (geak_compat).
+EXTRA_MODULES = {"scipy": "pip install -e '.[rocm]' (or pip install scipy)"}
+PROVIDED_MODULES = frozenset({"geak_eval"})
+
+
+def missing_modules(*sources: str) -> list[str]:
+    """The top-level modules that `sources` import unconditionally (at module level, outside any
+    try) and that are not installed here, found without importing anything (`find_spec` of a
+    top-level name only looks on the path)."""
+    import importlib.util
+
+    names: list[str] = []
+    for source in sources:
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Import):
+                names += [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.append(node.module.split(".")[0])
+    return sorted({n for n in names if n not in PROVIDED_MODULES and importlib.util.find_spec(n) is None})
+
+
+def needs_reason(missing: list[str]) -> str:
+    """Why a task whose file imports `missing` cannot run here, and how to install them."""
+    how = sorted({EXTRA_MODULES.get(m, f"pip install {m}") for m in missing})
+    return f"needs the Python module(s) {', '.join(missing)}, not installed: {'; '.join(how)}"
 
 
 def _case_label(test: str, params: dict) -> str:
@@ -236,7 +252,9 @@ def rocm_task(root: Path, stem: str) -> Task:
     if test_code is None:
         raise SuiteError(f"{path}: no 146-# separator between the kernel and its tests")
     tree = ast.parse(test_code)
-    env = _module_literals(tree)
+    values = StaticValues()
+    values.module_env(ast.parse(kernel_code))  # the file runs as one module: its names come first
+    values.module_env(tree)
     cases, perf_cases, notes = [], [], []
     try:
         by_running = _parametrizations_by_running(path, kernel_code, test_code)
@@ -248,7 +266,7 @@ def rocm_task(root: Path, stem: str) -> Task:
         if fn.name in ("test_save_results", "test_save_performance_results"):
             continue
         try:
-            combos = by_running[fn.name] if by_running is not None else _parametrizations(fn, env)
+            combos = by_running[fn.name] if by_running is not None else _parametrizations(fn, values)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"{fn.name}: parametrization not understood ({type(exc).__name__}: {exc})")
             continue
@@ -262,8 +280,10 @@ def rocm_task(root: Path, stem: str) -> Task:
     # the instruction file may name several kernels, comma-separated ("matmul_kernel,mxfp_to_bf16_kernel")
     names = [n.strip() for n in str(info.get("target_kernel_name") or "").split(",") if n.strip()] \
         or required_names(kernel_code, test_code)
+    missing = missing_modules(kernel_code, test_code)
     return geak_task(
         kernel_code,
+        unsupported=needs_reason(missing) if missing else None,
         name=stem,
         instruction=info.get("instruction", f"Write the Triton kernel of {stem}.").strip(),
         entry_point=EntryPoint(names[0], ", ".join(names)),

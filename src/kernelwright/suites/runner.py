@@ -320,9 +320,9 @@ def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: st
                 done += 1
                 continue
             rejudged.append((task.name, why))
-        if task.requires_backend and task.requires_backend != backend:
+        if task.unsupported or task.requires_backend and task.requires_backend != backend:
             not_run.append(Record(task.name, "unsupported", str(path) if path else None,
-                                  f"needs {task.requires_backend}: {task.requires_reason}",
+                                  task.unsupported or f"needs {task.requires_backend}: {task.requires_reason}",
                                   candidate_sha256=sha, judge_options=key))
         elif path is None:
             if candidates != REFERENCE:

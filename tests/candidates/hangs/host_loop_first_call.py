@@ -1,4 +1,4 @@
-# expect: call "s running while running case"
+# expect: call "s running, its running limit (run_timeout"
 # A host-code infinite loop in the first call: judged a timeout after the short running limit
 # (run_timeout), not after call_timeout, which only caps a call's running time.
 import torch

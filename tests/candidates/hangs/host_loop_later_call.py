@@ -1,4 +1,4 @@
-# expect: correctness "s running while running case"
+# expect: correctness "s running, its running limit (run_timeout"
 # Correct for the first item (the call and its repeat), then a host loop that never ends.
 import torch
 import triton

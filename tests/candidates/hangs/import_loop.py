@@ -1,4 +1,4 @@
-# expect: call "s running while importing the candidate"
+# expect: call "importing the candidate: timed out after"
 # A loop at module level: the import never ends.
 import torch
 import triton

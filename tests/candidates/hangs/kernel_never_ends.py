@@ -1,4 +1,4 @@
-# expect: call "s running while running case"
+# expect: call "s running, its running limit (run_timeout"
 # A kernel that never terminates: the loop's bound is read from memory and never changes (on a
 # GPU the launch returns and the host waits at the synchronise; interpreted, the loop runs on).
 import torch

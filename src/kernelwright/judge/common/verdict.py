@@ -119,6 +119,28 @@ def filter_traceback(text: str, keep_file: Callable[[str], bool], what: str = "o
     return "\n".join(out)
 
 
+# a thread's header in a faulthandler dump (the stacks a hung child's worker asks it for)
+_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$")
+
+
+def hang_stack(log_tail: str, candidate: str, max_frames: int = 8) -> list[str]:
+    """Where a hung candidate was: the frames of the faulthandler dump in `log_tail` that are in
+    the candidate's own file, innermost first, one thread after another; when no thread was in
+    its file (a hang inside a library), the innermost frames of the first thread instead. At
+    most `max_frames`, each as '  File "...", line N in f'; [] when the tail has no dump. For
+    display only: the log tail is what the candidate's process printed, which it can forge, so
+    nothing is decided from it."""
+    threads: list[list[str]] = []
+    for line in log_tail.splitlines():
+        if _THREAD.match(line):
+            threads.append([])
+        elif threads and _FRAME.match(line):
+            threads[-1].append(line)
+    own = [frame for frames in threads for frame in frames
+           if _same_file(_FRAME.match(frame).group(1), candidate)]
+    return (own or (threads[0] if threads else []))[:max_frames]
+
+
 def submitted_path(verdict: "Verdict", copy: str) -> None:
     """A confined candidate ran from a copy of its source in its scratch: its tracebacks and
     stacks name that copy. Name the submitted file instead, everywhere the verdict shows them

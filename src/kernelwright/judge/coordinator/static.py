@@ -33,20 +33,32 @@ def _is_jit_decorator(node: ast.expr) -> bool:
     return False
 
 
-def check_source(path: Path, entry_name: str) -> StaticResult:
+def read_source(path: Path) -> tuple[str, StaticResult | None]:
+    """The candidate's source text, or why it cannot be one (unreadable, too large, not UTF-8):
+    the static stage's first check, and what `optimize` reads the user's kernel with."""
     try:
         raw = path.read_bytes()
+    except IsADirectoryError:
+        return "", StaticResult(False, "candidate is a directory; expected a .py file", [], "judge_error")
     except OSError as exc:
-        return StaticResult(False, f"cannot read candidate file: {exc.strerror}", [], "judge_error")
+        return "", StaticResult(False, f"cannot read candidate file: {exc.strerror}", [], "judge_error")
     if len(raw) > MAX_SOURCE_BYTES:
-        return StaticResult(False, f"candidate file is {len(raw)} bytes; the limit is {MAX_SOURCE_BYTES}", [],
-                            "too_large")
+        return "", StaticResult(False, f"candidate file is {len(raw)} bytes; the limit is {MAX_SOURCE_BYTES}", [],
+                                "too_large")
     try:
-        source = raw.decode("utf-8")
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return "", StaticResult(False, f"candidate file is not UTF-8 text (byte {exc.start}: a binary file, "
+                                       "not Python source?)", [], "syntax_error")
+
+
+def check_source(path: Path, entry_name: str) -> StaticResult:
+    source, problem = read_source(path)
+    if problem is not None:
+        return problem
+    try:
         with _PARSE_LOCK:
             tree = ast.parse(source, filename=str(path))
-    except UnicodeDecodeError:
-        return StaticResult(False, "candidate file is not UTF-8 text", [], "syntax_error")
     except SyntaxError as exc:
         line = (exc.text or "").strip()
         return StaticResult(False, f"does not parse: {exc.msg} at line {exc.lineno}: {line}", [], "syntax_error")

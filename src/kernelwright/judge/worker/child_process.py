@@ -45,20 +45,32 @@ def running_limit(opts: JudgeOptions, cap: float, reference_s: float | None) -> 
     floor, factor = float(opts.run_timeout), float(opts.run_timeout_factor)
     base = max(floor, factor * reference_s) if reference_s is not None else floor
     limit = min(cap, base)
+    # How the limit was chosen, without its number: the timeout's reason says that once
+    # (`ChildProcess._timeout_reason`).
     why = (f"run_timeout_factor {factor:g} x the reference's {reference_s:.3g} s on this item"
-           if reference_s is not None and factor * reference_s > floor else f"run_timeout {floor:g} s")
-    return limit, (f"running limit {limit:g} s: {why}, at most {cap:g} s; compiling is limited apart"
-                   if limit < cap else f"running limit {cap:g} s, this stage's cap; compiling is limited apart")
+           if reference_s is not None and factor * reference_s > floor else "run_timeout")
+    return limit, f"{why}, at most {cap:g} s" if limit < cap else "this stage's cap"
+
+
+def _seconds(s: float) -> str:
+    """A limit for a reason: tenths at most (a limit scaled from the reference's time is 9.35793 s)."""
+    return f"{s:.1f}".rstrip("0").rstrip(".")
 
 
 class ChildFailure(Exception):
     """A child did not answer: it timed out, died, or sent something unreadable."""
 
-    def __init__(self, kind: str, reason: str, log_tail: str = "") -> None:
+    def __init__(self, kind: str, reason: str, log_tail: str = "", doing: str = "") -> None:
         super().__init__(reason)
         self.kind = kind
         self.reason = reason
         self.log_tail = log_tail
+        self.doing = doing  # set where `reason` leaves it out (a timeout): `described` adds it
+
+    @property
+    def described(self) -> str:
+        """The reason with what the child was doing, for a message that does not say it already."""
+        return f"{self.reason} while {self.doing}" if self.doing else self.reason
 
 
 @dataclass
@@ -77,6 +89,10 @@ class ReplyClock:
     waiting: bool = False
     mark: float = field(default_factory=time.monotonic)
     unqueued: bool = False  # it said it queued for the GPU while no timing turn held it
+    initial: float = 0.0  # `limit` before tune notices grew it (set from it when 0)
+
+    def __post_init__(self) -> None:
+        self.initial = self.initial or self.limit
 
     @property
     def phase(self) -> str:
@@ -241,7 +257,7 @@ class ChildProcess:
                 clock.charge(now)
                 self.dump_stacks()
                 self.kill()
-                raise ChildFailure("timeout", self._timeout_reason(clock, doing, note), self.log_tail())
+                raise ChildFailure("timeout", self._timeout_reason(clock, note), self.log_tail(), doing)
             reply = self._read_frame(doing)
             is_lock = isinstance(reply, dict) and reply.get("op") == "gpu_lock"
             try:
@@ -329,23 +345,28 @@ class ChildProcess:
         self.send(request)
         return self.recv(timeout, doing, cap, note)
 
-    def _timeout_reason(self, clock: "ReplyClock", doing: str, note: str) -> str:
-        """What ran out, and for how long each part of the reply's time went."""
+    def _timeout_reason(self, clock: "ReplyClock", note: str) -> str:
+        """What ran out, in one sentence: the limit once, how it was chosen (`note`), and how
+        long each other part of the reply's time went. What the child was doing is not in it:
+        every caller puts that first (`failures.child_failure`: "case 64 float32: timed out ...")."""
         phase, ran, compiled, queued = clock.phase, clock.ran, clock.compiled, clock.credit
         if phase == "waiting":
-            return f"waited more than {MAX_LOCK_CREDIT_S:g} s for the GPU while {doing}"
+            return f"waited more than {MAX_LOCK_CREDIT_S:g} s for the GPU"
         parts = [f"{compiled:.1f} s compiling"] if compiled >= 0.1 and phase == "running" else []
         parts += [f"{ran:.1f} s running"] if phase == "compiling" and ran >= 0.1 else []
         parts += [f"{queued:.0f} s queueing for the GPU"] if queued >= 1 else []
         plus = f" (plus {', '.join(parts)})" if parts else ""
         if phase == "compiling":
-            return (f"timed out after {self.compile_timeout:g} s compiling Triton kernels{plus} while {doing} "
-                    "(a compile that never ends?)")
-        how = f"; {note}" if note else ""
+            return (f"timed out after {self.compile_timeout:g} s compiling Triton kernels{plus}, the compile "
+                    "limit (compile_timeout): a compile that never ends?")
+        how = [note] if note else []
+        if clock.limit > clock.initial:
+            how.append("raised for the autotuner's configs")
+        how.append("compiling is limited apart")
         if clock.unqueued:
-            how += "; it said it was queueing for the GPU while no other timing turn held it"
-        return (f"timed out after {clock.limit:g} s running{plus} while {doing}{how} "
-                "(an infinite loop in host code, or a kernel that never terminates?)")
+            how.append("it said it was queueing for the GPU while no other timing turn held it")
+        return (f"timed out after {_seconds(clock.limit)} s running{plus}, its running limit ({'; '.join(how)}): "
+                "an infinite loop in host code, or a kernel that never terminates?")
 
     def _death(self, doing: str) -> ChildFailure:
         status = procs.reap(self.pid, timeout=5.0)

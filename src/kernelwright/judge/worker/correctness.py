@@ -93,7 +93,7 @@ class CorrectnessStage:
         ask(cand, LoadRequest(path=self.verdict.candidate, task_ref=self.task.ref, gpu_lock=self.worker.share_gpu,
                               source=source),
             limit, "importing the candidate", "call", cap=opts.load_timeout,
-            note=f"running limit {limit:g} s: run_timeout, at most load_timeout; compiling is limited apart")
+            note="run_timeout, at most load_timeout" if limit < opts.load_timeout else "load_timeout")
         if self.worker.exclusive_held:  # judged again alone after running out of memory next to others
             self.worker.candidate_memory_cap(cand, 1.0, opts, "call")
 

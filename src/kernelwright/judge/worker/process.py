@@ -297,7 +297,7 @@ class Worker:
             load = LoadRequest(task_ref=task.ref, baseline_path=baseline_path, gpu_lock=self.share_gpu)
             reply = parse_reply(child.request(load, timeout, "loading the reference"), "load", "reference")
         except ChildFailure as exc:
-            raise JudgeError(f"the reference process failed: {exc.reason}\n{exc.log_tail}") from None
+            raise JudgeError(f"the reference process failed: {exc.described}\n{exc.log_tail}") from None
         except MessageError as exc:
             child.close()
             raise JudgeError(f"the reference process sent an unreadable reply while loading: {exc}") from None
@@ -521,7 +521,7 @@ def main(argv: list[str] | None = None) -> None:
         info = worker.start()
         conn.send({"op": "ready", "ok": True, "info": info})
     except Exception as exc:  # noqa: BLE001
-        reason = exc.reason if isinstance(exc, ChildFailure) else repr(exc)
+        reason = exc.described if isinstance(exc, ChildFailure) else repr(exc)
         tail = exc.log_tail if isinstance(exc, ChildFailure) else ""
         conn.send({"op": "ready", "ok": False, "error": f"device initialisation failed: {reason}\n{tail}"})
         worker.shutdown()
