@@ -239,7 +239,7 @@ def test_the_progress_line_says_what_a_call_waits_for():
     from kernelwright.llm.retry import RetryNotice
 
     progress = AgentProgress(1, 1, 2, quiet=True)
-    status = lambda: progress._progress.tasks[0].fields["status"]  # noqa: E731
+    status = lambda: progress.latest  # noqa: E731 - the line's latest event
     assert "starting the judge" in status()
     progress.event("asking", {"task": "softmax", "run": 0, "role": "generate"})
     assert "softmax run 0: waiting for the model (generate)" in status()
