@@ -81,7 +81,9 @@ def test_the_static_reader_agrees_with_pytests_own_marks():
                 continue
             assert static == by_running[fn.name], (path.name, fn.name)
             compared += 1
-    assert compared >= 80 and refused == ["test_chained_dot_fp8.test_performance"], (compared, refused)
+    # 79 test functions run without the optional modules (one more where scipy is installed, the
+    # `rocm` extra); fewer means the reader or the running of files broke, not the environment
+    assert compared >= 79 and refused == ["test_chained_dot_fp8.test_performance"], (compared, refused)
 
 
 def test_the_files_that_cannot_run_here_are_read_from_their_source():
