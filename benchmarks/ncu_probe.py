@@ -9,9 +9,9 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, STRIDE: tl.constexpr, BLOCK: tl.constex
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     if STRIDE > 1:
-        # lane i of program p reads element (i * STRIDE + p) mod n: lanes far apart
+        # lane i of program p reads element i * STRIDE + p (a permutation when BLOCK * STRIDE == n):
+        # the 32 lanes of a warp read 32 different sectors, 256 KB apart at STRIDE 65536
         idx = (tl.arange(0, BLOCK).to(tl.int64) * STRIDE + pid) % n
-        idx = tl.where(mask, (offs.to(tl.int64) % BLOCK) * STRIDE % n + offs // BLOCK, 0)
     else:
         idx = offs
     x = tl.load(x_ptr + idx, mask=mask)
