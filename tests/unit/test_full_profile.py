@@ -248,3 +248,36 @@ def test_cache_key_depends_on_bytes_case_device_and_version():
     assert k != fullprofile.cache_key(b"x", "t", 0, "H100", "ncu 1")
     assert k != fullprofile.cache_key(b"x", "t", 0, "H200", "ncu 2")
     assert json.dumps(k)
+
+
+# --- the profiled process itself, on the CPU (Triton's interpreter) -----------------------------
+
+BUILTIN = Path(__file__).resolve().parents[2] / "src" / "kernelwright" / "suites" / "builtin"
+
+
+@pytest.mark.parametrize("sandbox", ["off", "auto"])
+def test_profile_main_loads_runs_and_reports(tmp_path, sandbox, monkeypatch):
+    """The entry point end to end under the interpreter: the task's case 0 at its own inputs, the
+    side's own kernel named, its inputs and outputs counted; confined where this machine allows."""
+    import subprocess
+
+    box = tmp_path / "box"
+    box.mkdir()
+    src = box / "vector_add.py"
+    src.write_bytes((BUILTIN / "triton_refs" / "vector_add.py").read_bytes())
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(fullprofile.__file__).parents[3])}
+    # a small case: the interpreter is slow; the task's perf cases are swapped for one visible case
+    task = tmp_path / "task.py"
+    task.write_text((BUILTIN / "vector_add.py").read_text() + "\nperf_cases = [Case('float32', shape=(3000,))]\n"
+                    "triton_reference = None\n")
+    result = box / "result.json"
+    cmd = [sys.executable, "-m", "kernelwright.judge.sandbox.profile_main", "--task", str(task), "--file", str(src),
+           "--case", "0", "--seed", "1", "--role", "reference", "--scratch", str(box), "--result", str(result),
+           "--sandbox", sandbox, "--device", "cpu", "--read", str(tmp_path)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    report = json.loads(result.read_text())
+    assert done.returncode == 0, (report, (box / "profile.log").read_text()[-2000:])
+    assert report["ok"] and report["own_kernels"] == ["_add_kernel"] and report["launches_per_call"] == 1
+    assert report["io_bytes"] == 3 * 3000 * 4
+    assert done.stdout == ""  # its output went to its own log, not to the profiler's stream
+    assert report["sandbox"]["level"] == sandbox

@@ -110,9 +110,13 @@ def _io_bytes(torch, values) -> int:
     return sum(seen.values())
 
 
-def _profiled_call(torch, fn, args: tuple, reseed) -> tuple[object, float]:
-    """One call inside the profiler's range, timed with CUDA events (device time of the call)."""
+def _profiled_call(torch, fn, args: tuple, reseed, device: str) -> tuple[object, float]:
+    """One call inside the profiler's range, timed with CUDA events (device time of the call).
+    On the CPU (the interpreter: tests of this entry point) no range and a wall-clock time."""
     reseed()
+    if device != "cuda":
+        started = time.perf_counter()
+        return fn(*args), (time.perf_counter() - started) * 1e3
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     cudart = torch.cuda.cudart()
     torch.cuda.synchronize()
@@ -144,13 +148,14 @@ def run(args: argparse.Namespace, record: dict) -> dict:
 
     reseed()
     out = fn(*call_args)  # the warm call: compiles and tunes outside the profiler's range
-    torch.cuda.synchronize()
+    if args.device == "cuda":
+        torch.cuda.synchronize()
     del out
     before = counter.own
-    out, call_ms = _profiled_call(torch, fn, call_args, reseed)
+    out, call_ms = _profiled_call(torch, fn, call_args, reseed, args.device)
     return {"ok": True, "own_kernels": sorted(counter.kernels), "launches_per_call": counter.own - before,
             "io_bytes": _io_bytes(torch, (call_args, out)), "call_ms": call_ms,
-            "device_name": torch.cuda.get_device_name(), "sandbox": record}
+            "device_name": torch.cuda.get_device_name() if args.device == "cuda" else "cpu", "sandbox": record}
 
 
 def _child(args: argparse.Namespace, base) -> int:
