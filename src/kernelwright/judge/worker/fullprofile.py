@@ -39,6 +39,9 @@ SCHEMA = 1
 NO_PROFILER = ("full profile: neither ncu nor rocprofv3 is installed (looked on PATH, in /usr/local/cuda/bin, "
                "$CUDA_HOME/bin, /opt/nvidia/nsight-compute and /opt/rocm/bin): only the basic profile was made")
 _VERSIONS: dict[str, str] = {}
+# What ncu is asked for; None: every metric of NCU_METRICS and the stall family. (The GPU acceptance
+# script narrows it when this ncu rejects a name, to say which one.)
+NCU_ASK: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def _cache_put(cache_dir: str | None, key: str, full: dict) -> None:
 
 def _profiler_command(tool: Profiler, out_dir: str, inner: list[str]) -> list[str]:
     if tool.kind == "ncu":
-        metrics = ",".join([*NCU_METRICS.values(), NCU_STALL_REGEX])
+        metrics = ",".join(NCU_ASK or [*NCU_METRICS.values(), NCU_STALL_REGEX])
         # --clock-control none: other workers may be timing on this GPU; ncu's default locks its clocks
         return [tool.path, "--profile-from-start", "off", "--target-processes", "all", "--clock-control", "none",
                 "--csv", "--page", "raw", "--print-units", "base", "--log-file", os.path.join(out_dir, "ncu.csv"),
