@@ -62,6 +62,29 @@ class SpotCall:
     native_meta: list | None = None  # a float64 reference: the dtypes of a native run
 
 
+def bound_case(task, impl: Any, case_list: str, index: int, seed: int, device: str,
+               generator: Callable) -> tuple[Callable, tuple]:
+    """(fn, args) for one case of `impl`, inputs drawn from `seed` on `device` with a fresh
+    `generator` (torch.Generator, taken before foreign code ran): what every judge child, and the
+    profiled process of a full profile (profile_main), calls."""
+    case = getattr(task, case_list)[index]
+    gen = generator(device=device)
+    gen.manual_seed(int(seed))
+    return task.call_for(impl, "perf" if case_list == "perf_cases" else "correctness", case, gen)
+
+
+def seed_globals(torch, seed: int) -> None:
+    """Python's, torch's and numpy's global generators seeded (adapter tasks draw from them)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed % (2**32))
+    except ImportError:
+        pass
+
+
 class Harness(TimedRequests):
     role = ""  # "candidate" or "reference", set by each subclass
     failure_marks: dict = {}  # fields added to every failed reply of a checked call
@@ -278,10 +301,7 @@ class Harness(TimedRequests):
     # -- inputs ----------------------------------------------------------------------------
     def _bound(self, impl: Any, case_list: str, index: int, seed: int) -> tuple[Callable, tuple]:
         """(fn, args) for one case of `impl`, inputs drawn from `seed` on this device."""
-        case = getattr(self.task, case_list)[index]
-        gen = self._generator(device=self.device)
-        gen.manual_seed(int(seed))
-        return self.task.call_for(impl, "perf" if case_list == "perf_cases" else "correctness", case, gen)
+        return bound_case(self.task, impl, case_list, index, seed, self.device, self._generator)
 
     def _bound_seeded(self, impl: Any, case_list: str, index: int, seed: int) -> tuple[Callable, tuple]:
         """`_bound`, then the global generators seeded for adapter tasks: their code may draw random
@@ -293,14 +313,7 @@ class Harness(TimedRequests):
         return bound
 
     def _seed_globals(self, seed: int) -> None:
-        random.seed(seed)
-        self.torch.manual_seed(seed)
-        try:
-            import numpy
-
-            numpy.random.seed(seed % (2**32))
-        except ImportError:
-            pass
+        seed_globals(self.torch, seed)
 
     def _upcast(self, args: tuple) -> tuple:
         torch = self.torch
