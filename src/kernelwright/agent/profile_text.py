@@ -30,32 +30,32 @@ MAX_NAME = 80     # a kernel's name
 SIDES = ("candidate", "reference")
 
 
-def _num(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
     """A finite number from the profile, else None (a stored profile is JSON: anything may be there)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
 
 
-def _short(text: Any, limit: int) -> str:
+def clip(text: Any, limit: int) -> str:
     text = " ".join(str(text if text is not None else "").split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _pct(frac: Any) -> str | None:
-    value = _num(frac)
+def pct(frac: Any) -> str | None:
+    value = as_number(frac)
     if value is None:
         return None
     return "<1%" if 0 < value < 0.005 else f"{value:.0%}"  # (a small fraction is not nothing)
 
 
-def _ms(value: Any) -> str | None:
-    value = _num(value)
+def ms_text(value: Any) -> str | None:
+    value = as_number(value)
     return None if value is None else f"{value:.4g} ms"
 
 
 def human_bytes(value: Any) -> str | None:
-    value = _num(value)
+    value = as_number(value)
     if value is None:
         return None
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -64,24 +64,30 @@ def human_bytes(value: Any) -> str | None:
     return f"{value:.0f} B"
 
 
+def skipped_line(reason: Any) -> str:
+    """"no profile: <why>" (a judge's sentence that already says "no profile ..." is kept whole)."""
+    why = clip(reason, MAX_TEXT)
+    return why if why.lower().startswith("no profile") else f"no profile: {why}"
+
+
 def _more(shown: int, total: int) -> list[str]:
     return [f"and {total - shown} more"] if total > shown else []
 
 
 def header(profile: dict[str, Any]) -> str:
     """One line: which case, on which device, its peaks and the profile's level."""
-    label = _short(profile.get("label") or "", MAX_NAME)
+    label = clip(profile.get("label") or "", MAX_NAME)
     case = profile.get("case")
     where = f"perf case {case}" if isinstance(case, int) else "a perf case"
     where += f" ({label})" if label else ""
     peaks = []
-    bw = _num(profile.get("peak_bandwidth_tbs"))
+    bw = as_number(profile.get("peak_bandwidth_tbs"))
     if bw is not None:
         peaks.append(f"peak bandwidth {bw:.3g} TB/s")
-    tf = _num(profile.get("peak_tflops"))
+    tf = as_number(profile.get("peak_tflops"))
     if tf is not None:
         peaks.append(f"peak {tf:.4g} TFLOP/s" + (f" {profile['math']}" if profile.get("math") else ""))
-    device = _short(profile.get("device") or "the GPU", MAX_NAME)
+    device = clip(profile.get("device") or "the GPU", MAX_NAME)
     peak_text = f" ({', '.join(peaks)})" if peaks else ""
     return f"Measured on {where} on {device}{peak_text}; profile level {profile.get('level', 'basic')}."
 
@@ -89,59 +95,59 @@ def header(profile: dict[str, Any]) -> str:
 def measured_line(side: dict[str, Any]) -> str:
     """The judge's numbers of one side: time, minimum bytes, fractions of peak."""
     parts = []
-    if _ms(side.get("time_ms")):
-        parts.append(f"time {_ms(side.get('time_ms'))} (the judge's median)")
+    if ms_text(side.get("time_ms")):
+        parts.append(f"time {ms_text(side.get('time_ms'))} (the judge's median)")
     if human_bytes(side.get("bytes_min")):
         parts.append(f"moves at least {human_bytes(side.get('bytes_min'))} (its inputs and outputs)")
-    if _pct(side.get("bandwidth_frac")):
-        parts.append(f"{_pct(side.get('bandwidth_frac'))} of peak bandwidth")
-    if _pct(side.get("flop_frac")):
-        flops = _num(side.get("flops"))
-        parts.append(f"{_pct(side.get('flop_frac'))} of peak FLOP/s" + (f" ({flops:.3g} FLOP)" if flops else ""))
+    if pct(side.get("bandwidth_frac")):
+        parts.append(f"{pct(side.get('bandwidth_frac'))} of peak bandwidth")
+    if pct(side.get("flop_frac")):
+        flops = as_number(side.get("flops"))
+        parts.append(f"{pct(side.get('flop_frac'))} of peak FLOP/s" + (f" ({flops:.3g} FLOP)" if flops else ""))
     return "; ".join(parts) or "no time measured"
 
 
 def launch_line(launch: dict[str, Any]) -> str:
     """One launch: kernel, grid, warps, stages, registers, spills, shared memory, occupancy, time."""
     grid = launch.get("grid")
-    grid_text = "x".join(str(int(g)) for g in grid if _num(g) is not None) if isinstance(grid, list) else "?"
-    parts = [f"{_short(launch.get('kernel') or '?', MAX_NAME)} grid {grid_text}"]
-    if _num(launch.get("programs")) is not None:
+    grid_text = "x".join(str(int(g)) for g in grid if as_number(g) is not None) if isinstance(grid, list) else "?"
+    parts = [f"{clip(launch.get('kernel') or '?', MAX_NAME)} grid {grid_text}"]
+    if as_number(launch.get("programs")) is not None:
         parts[0] += f" ({int(launch['programs'])} programs)"
     for key, unit in (("num_warps", "warps"), ("num_stages", "stages"), ("registers", "registers/thread"),
                       ("spills", "spilled registers")):
-        if _num(launch.get(key)) is not None:
+        if as_number(launch.get(key)) is not None:
             parts.append(f"{int(launch[key])} {unit}")
     if human_bytes(launch.get("shared_bytes")):
         parts.append(f"{human_bytes(launch.get('shared_bytes'))} shared memory")
-    if _pct(launch.get("occupancy")):
+    if pct(launch.get("occupancy")):
         limit = launch.get("occupancy_limit")
-        parts.append(f"occupancy {_pct(launch.get('occupancy'))}" + (f" (limited by {limit})" if limit else ""))
-    if _ms(launch.get("time_ms")):
-        share = f", {_pct(launch.get('time_share'))} of the call" if _pct(launch.get("time_share")) else ""
-        parts.append(f"{_ms(launch.get('time_ms'))}{share}")
+        parts.append(f"occupancy {pct(launch.get('occupancy'))}" + (f" (limited by {limit})" if limit else ""))
+    if ms_text(launch.get("time_ms")):
+        share = f", {pct(launch.get('time_share'))} of the call" if pct(launch.get("time_share")) else ""
+        parts.append(f"{ms_text(launch.get('time_ms'))}{share}")
     return ", ".join(parts)
 
 
 def launch_lines(side: dict[str, Any], limit: int = MAX_LAUNCHES) -> list[str]:
     """The call's device time, then its own launches in order (the first `limit`, the rest counted)."""
     out = []
-    call, kern = _ms(side.get("call_ms")), _ms(side.get("kernel_ms"))
+    call, kern = ms_text(side.get("call_ms")), ms_text(side.get("kernel_ms"))
     if call or kern:
         share = ""
-        if _num(side.get("call_ms")) and _num(side.get("kernel_ms")) is not None:
-            share = f" ({_num(side.get('kernel_ms')) / _num(side.get('call_ms')):.0%} of the call)"
+        if as_number(side.get("call_ms")) and as_number(side.get("kernel_ms")) is not None:
+            share = f" ({as_number(side.get('kernel_ms')) / as_number(side.get('call_ms')):.0%} of the call)"
         out.append(f"the recorded call: {call or '-'} on the device, its own kernels {kern or '-'}{share}")
     launches = [x for x in side.get("launches") or () if isinstance(x, dict)]
     out += [f"- {launch_line(x)}" for x in launches[:limit]]
-    extra = _num(side.get("more_launches")) or 0
+    extra = as_number(side.get("more_launches")) or 0
     out += _more(min(limit, len(launches)), len(launches) + int(extra))
     return out
 
 
 def diagnosis_lines(side: dict[str, Any], limit: int = MAX_DIAGNOSES) -> list[str]:
     diags = [d for d in side.get("diagnosis") or () if isinstance(d, dict) and d.get("text")]
-    return [_short(d["text"], MAX_TEXT) for d in diags[:limit]] + _more(min(limit, len(diags)), len(diags))
+    return [clip(d["text"], MAX_TEXT) for d in diags[:limit]] + _more(min(limit, len(diags)), len(diags))
 
 
 def full_lines(side: dict[str, Any]) -> list[str]:
@@ -150,10 +156,10 @@ def full_lines(side: dict[str, Any]) -> list[str]:
     if not isinstance(full, dict) or not full:
         return []
     if full.get("skipped"):
-        return [f"no full profile: {_short(full['skipped'], MAX_TEXT)}"]
+        return [f"no full profile: {clip(full['skipped'], MAX_TEXT)}"]
     out = []
     dram = human_bytes(full.get("dram_bytes"))
-    tool = _short(full.get("tool") or "the profiler", MAX_NAME)
+    tool = clip(full.get("tool") or "the profiler", MAX_NAME)
     out.append(f"{tool}: DRAM traffic {dram}" if dram else f"{tool}:")
     kernels = [k for k in full.get("kernels") or () if isinstance(k, dict)]
     for k in kernels[:MAX_FULL_KERNELS]:
@@ -163,23 +169,23 @@ def full_lines(side: dict[str, Any]) -> list[str]:
 
 
 def _full_kernel(k: dict[str, Any]) -> str:
-    parts = [_short(k.get("kernel") or "?", MAX_NAME)]
+    parts = [clip(k.get("kernel") or "?", MAX_NAME)]
     read, write = human_bytes(k.get("dram_read_bytes")), human_bytes(k.get("dram_write_bytes"))
     if read or write:
         parts.append(f"DRAM read {read or '-'}, written {write or '-'}")
-    if _num(k.get("l1_sectors_per_request")) is not None:
-        parts.append(f"{_num(k['l1_sectors_per_request']):.3g} sectors per request (ideal 4)")
-    if _num(k.get("l2_sectors")) is not None:
+    if as_number(k.get("l1_sectors_per_request")) is not None:
+        parts.append(f"{as_number(k['l1_sectors_per_request']):.3g} sectors per request (ideal 4)")
+    if as_number(k.get("l2_sectors")) is not None:
         parts.append(f"{int(k['l2_sectors'])} L2 sectors")
     for key, what in (("dram_throughput_pct", "DRAM throughput"), ("sm_throughput_pct", "SM throughput"),
                       ("l2_hit_rate_pct", "L2 hit rate")):
-        if _num(k.get(key)) is not None:
-            parts.append(f"{what} {_num(k[key]):.0f}%")
-    if _pct(k.get("achieved_occupancy")):
-        parts.append(f"achieved occupancy {_pct(k.get('achieved_occupancy'))}")
-    stalls = [s for s in k.get("stalls") or () if isinstance(s, (list, tuple)) and len(s) == 2 and _num(s[1]) is not None]
+        if as_number(k.get(key)) is not None:
+            parts.append(f"{what} {as_number(k[key]):.0f}%")
+    if pct(k.get("achieved_occupancy")):
+        parts.append(f"achieved occupancy {pct(k.get('achieved_occupancy'))}")
+    stalls = [s for s in k.get("stalls") or () if isinstance(s, (list, tuple)) and len(s) == 2 and as_number(s[1]) is not None]
     if stalls:
-        top = ", ".join(f"{_short(r, 40)} {_num(f):.0%}" for r, f in stalls[:MAX_STALLS])
+        top = ", ".join(f"{clip(r, 40)} {as_number(f):.0%}" for r, f in stalls[:MAX_STALLS])
         parts.append(f"top stalls: {top}")
     return ", ".join(parts)
 
@@ -203,8 +209,8 @@ def profile_view(profile: Any) -> dict[str, Any] | None:
     if not isinstance(profile, dict) or not profile:
         return None
     if profile.get("skipped") or not any(isinstance(profile.get(s), dict) for s in SIDES):
-        return {"skipped": _short(profile.get("skipped") or "the profile holds no measurement", MAX_TEXT)}
-    errors = [_short(e, MAX_TEXT) for e in profile.get("errors") or ()][:MAX_ERRORS]
+        return {"skipped": skipped_line(profile.get("skipped") or "the profile holds no measurement")}
+    errors = [clip(e, MAX_TEXT) for e in profile.get("errors") or ()][:MAX_ERRORS]
     return {"skipped": "", "header": header(profile), "errors": errors,
             "candidate": side_view(profile.get("candidate"), own_report=True),
             "reference": side_view(profile.get("reference"), own_report=False)}
@@ -216,7 +222,7 @@ def render_text(profile: Any, subject: str = "the candidate") -> str:
     if view is None:
         return ""
     if view["skipped"]:
-        return f"no profile: {view['skipped']}"
+        return skipped_line(view["skipped"])
     out = [view["header"]]
     for name, title in (("candidate", subject), ("reference", "the reference")):
         side = view[name]
