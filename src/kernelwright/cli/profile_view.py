@@ -53,28 +53,30 @@ def _pair(a: Any, b: Any, sep: str = "/") -> str | None:
     return f"{'-' if a is None else a}{sep}{'-' if b is None else b}"
 
 
+LEGEND = ("w/s: warps/stages; regs: registers per thread; smem: shared memory; occ.: theoretical occupancy and "
+          "what limits it; %call: share of the call's device time")
+LIMIT_ABBREV = {"registers": "regs", "shared_memory": "smem", "warps": "warps", "blocks": "blocks"}
+
+
 def launches_table(side: dict[str, Any], title: str) -> Table:
-    """One side's own launches, in order; the caption holds the judge's numbers of the side."""
-    table = Table(title=escape(title), box=box.SIMPLE_HEAD, caption=escape(measured_line(side)),
-                  title_justify="left", caption_justify="left")
+    """One side's own launches, in order (headers short enough for 80 columns: the caption says them)."""
+    table = Table(title=escape(title), box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     launches = [x for x in side.get("launches") or () if isinstance(x, dict)]
-    # the kernel's name whole where it fits: it is what a person looks for in the code
-    widest = min(20, max((len(str(x.get("kernel") or "")) for x in launches), default=6))
-    for col in ("kernel", "grid", "warps/stages", "regs/spills", "shared", "occupancy (limit)", "ms", "share"):
-        table.add_column(col, justify="left" if col in ("kernel", "grid", "occupancy (limit)") else "right",
-                         overflow="fold", min_width=widest if col == "kernel" else None)
+    for col in ("kernel", "grid", "w/s", "regs", "spills", "smem", "occ.", "ms", "%call"):
+        table.add_column(col, justify="left" if col in ("kernel", "grid", "occ.") else "right",
+                         overflow="fold")
     for x in launches[:MAX_ROWS]:
         occupancy = pct(x.get("occupancy"))
         if occupancy and x.get("occupancy_limit"):
-            occupancy += f" ({x['occupancy_limit']})"
+            occupancy += f" {LIMIT_ABBREV.get(x['occupancy_limit'], x['occupancy_limit'])}"
         table.add_row(_cell(clip(x.get("kernel"), 80)), _cell(_grid(x)), _cell(_pair(x.get("num_warps"), x.get("num_stages"))),
-                      _cell(_pair(x.get("registers"), x.get("spills"))), _cell(human_bytes(x.get("shared_bytes"))),
+                      _cell(x.get("registers")), _cell(x.get("spills")), _cell(human_bytes(x.get("shared_bytes"))),
                       _cell(occupancy), _cell(_fmt(x.get("time_ms"))), _cell(pct(x.get("time_share"))))
     more = len(launches) - min(len(launches), MAX_ROWS) + int(as_number(side.get("more_launches")) or 0)
     if more:
-        table.add_row(f"and {more} more", *[""] * 7)
+        table.add_row(f"and {more} more", *[""] * 8)
     if not launches:
-        table.add_row("no launch of its own kernels recorded", *[""] * 7)
+        table.add_row("no launch of its own kernels recorded", *[""] * 8)
     return table
 
 
@@ -84,11 +86,10 @@ def full_table(full: dict[str, Any], title: str) -> RenderableType:
         return Text(f"{title}: no full profile: {clip(full['skipped'], 300)}", style="yellow")
     dram = human_bytes(full.get("dram_bytes"))
     caption = f"{full.get('tool') or 'profiler'}, {as_number(full.get('seconds')) or 0:.1f} s" + (
-        f", DRAM traffic {dram}" if dram else "")
+        f", DRAM traffic {dram}" if dram else "") + "; r/w: read/written; sect/req: L1 sectors per request (ideal 4)"
     table = Table(title=escape(f"{title}: full profile"), caption=escape(caption), box=box.SIMPLE_HEAD,
-                  title_justify="left", caption_justify="left")
-    for col in ("kernel", "DRAM read/written", "sectors/req", "DRAM/SM %", "L2 hit %", "achieved occ.",
-                "top stalls"):
+                  title_justify="left", caption_justify="left", pad_edge=False)
+    for col in ("kernel", "DRAM r/w", "sect/req", "DRAM%", "SM%", "L2hit%", "occ.", "top stalls"):
         table.add_column(col, justify="left" if col in ("kernel", "top stalls") else "right", overflow="fold")
     kernels = [k for k in full.get("kernels") or () if isinstance(k, dict)]
     for k in kernels[:MAX_FULL_KERNELS * 4]:
@@ -97,7 +98,7 @@ def full_table(full: dict[str, Any], title: str) -> RenderableType:
         table.add_row(_cell(clip(k.get("kernel"), 80)),
                       _cell(_pair(human_bytes(k.get("dram_read_bytes")), human_bytes(k.get("dram_write_bytes")))),
                       _cell(_fmt(k.get("l1_sectors_per_request"))),
-                      _cell(_pair(_fmt(k.get("dram_throughput_pct")), _fmt(k.get("sm_throughput_pct")))),
+                      _cell(_fmt(k.get("dram_throughput_pct"))), _cell(_fmt(k.get("sm_throughput_pct"))),
                       _cell(_fmt(k.get("l2_hit_rate_pct"))), _cell(pct(k.get("achieved_occupancy"))), _cell(top))
     return table
 
@@ -126,12 +127,13 @@ def profile_table(profile: Any) -> RenderableType:
         return Text(f"no profile: {NO_PROFILE}", style="yellow")
     if profile.get("skipped") or not any(isinstance(profile.get(s), dict) for s in SIDE_TITLES):
         return Text(skipped_line(profile.get("skipped") or "it holds no measurement"), style="yellow")
-    parts: list[RenderableType] = [Text(header(profile), style="bold")]
+    parts: list[RenderableType] = [Text(header(profile), style="bold"), Text(LEGEND, style="dim")]
     for name, title in SIDE_TITLES.items():
         side = profile.get(name)
         if not isinstance(side, dict):
             continue
         parts.append(launches_table(side, title))
+        parts.append(Text(f"{name}: {measured_line(side)}"))
         parts.append(diagnosis_text(side, name))
         if isinstance(side.get("full"), dict) and side["full"]:
             parts.append(full_table(side["full"], name))
