@@ -134,9 +134,8 @@ def launch_lines(side: dict[str, Any], limit: int = MAX_LAUNCHES) -> list[str]:
     out = []
     call, kern = ms_text(side.get("call_ms")), ms_text(side.get("kernel_ms"))
     if call or kern:
-        share = ""
-        if as_number(side.get("call_ms")) and as_number(side.get("kernel_ms")) is not None:
-            share = f" ({as_number(side.get('kernel_ms')) / as_number(side.get('call_ms')):.0%} of the call)"
+        call_ms, kernel_ms = as_number(side.get("call_ms")), as_number(side.get("kernel_ms"))
+        share = f" ({kernel_ms / call_ms:.0%} of the call)" if call_ms and kernel_ms is not None else ""
         out.append(f"the recorded call: {call or '-'} on the device, its own kernels {kern or '-'}{share}")
     launches = [x for x in side.get("launches") or () if isinstance(x, dict)]
     out += [f"- {launch_line(x)}" for x in launches[:limit]]
