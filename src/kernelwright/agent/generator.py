@@ -8,6 +8,7 @@ from typing import Any, Callable, Sequence
 from .answers import CodeAnswer, parse_code_answer
 from .calls import CallParams, Reply, ask
 from .memory import Attempt
+from .profile_text import failure_context
 from .prompts import PromptLibrary
 from .protocols import LLM
 
@@ -19,9 +20,10 @@ def first_messages(prompts: PromptLibrary, base: dict[str, Any], code_to_optimiz
 
 
 def fix_messages(prompts: PromptLibrary, base: dict[str, Any], attempt: Attempt, reflection: str,
-                 earlier_failures: Sequence[str] = ()) -> list[dict]:
+                 earlier_failures: Sequence[str] = (), attempts: Sequence[Attempt] = ()) -> list[dict]:
+    """`attempts` (the memory's): where the profile of a kernel that failed at performance is found."""
     return prompts.messages("fix", **base, attempt=attempt, reflection=reflection,
-                            earlier_failures=list(earlier_failures))
+                            earlier_failures=list(earlier_failures), **failure_context(attempt, attempts))
 
 
 def write(llm: LLM, role: str, messages: list[dict], entry_point: str, params: CallParams,

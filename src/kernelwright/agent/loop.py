@@ -264,10 +264,11 @@ class TaskRun:
             if self.ctx.settings.reflection:
                 self._asking("reflect")
                 reply, reflection = reflector.reflect(self.ctx.llm, self.ctx.prompts, base, parent,
-                                                      self._params(index, "reflect"), self.tags, on_call)
+                                                      self._params(index, "reflect"), self.tags, on_call,
+                                                      attempts)
                 tokens, cost = self._answered(reply).tokens, reply.cost_usd
             earlier = [f"{a.kind}: {a.reason[:120]}" for a in memory.line_attempts()[:-1] if not a.passed][-3:]
-            messages = generator.fix_messages(self.ctx.prompts, base, parent, reflection, earlier)
+            messages = generator.fix_messages(self.ctx.prompts, base, parent, reflection, earlier, attempts)
         else:  # optimize
             assert parent is not None  # an optimization names the kernel it starts from
             base = self._base(parent.code or "")

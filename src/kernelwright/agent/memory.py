@@ -80,6 +80,9 @@ class Attempt:
     cost_usd: float = 0.0
     judge_s: float = 0.0
     created: float = 0.0
+    # the judge's profile of the kernel (Verdict.profile, docs/profile.md): {} when none was made
+    # (profiling off, a failing kernel, a record stored before profiles). Not hashed: a dict.
+    profile: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if type(self.mode) is not Mode:
@@ -113,7 +116,9 @@ class Attempt:
             speedup=verdict.speedup, speedup_geomean=verdict.speedup_geomean,
             speedup_ci95=_interval(verdict.speedup_ci95), timings=timings,
             flags=tuple(verdict.flags), reason=(verdict.reason or "").splitlines()[0][:500] if verdict.reason else "",
-            feedback=feedback, judge_s=float(verdict.stage_seconds.get("total", 0.0)))
+            feedback=feedback, judge_s=float(verdict.stage_seconds.get("total", 0.0)),
+            # (getattr: a verdict of a judge without profiles has no such field)
+            profile=dict(getattr(verdict, "profile", None) or {}))
 
 
 def _interval(ci: Sequence[float] | None) -> tuple[float, float] | None:

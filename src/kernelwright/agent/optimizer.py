@@ -1,13 +1,15 @@
 """The optimizer: sees the correct kernels so far with what the judge measured (per-shape
 latencies against the reference, the speedup and its interval, the roofline fraction where the
 task has a cost model, the judge's notes), in ascending order of performance, and writes a
-faster one."""
+faster one. The judge's profile of the fastest kernel and of the reference (where made) comes
+with them (agent/profile_text.py)."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from .memory import Attempt, CaseTiming, Mode
+from .profile_text import start_context
 from .prompts import PromptLibrary
 
 DEFAULT_HISTORY = 5  # GEAK's ancestor_num
@@ -39,5 +41,6 @@ def failed_ideas(attempts: Sequence[Attempt]) -> list[str]:
 
 def messages(prompts: PromptLibrary, base: dict[str, Any], correct: Sequence[Attempt],
              attempts: Sequence[Attempt], limit: int = DEFAULT_HISTORY) -> list[dict]:
+    # the profile is of the kernel it starts from: the fastest correct one (the last of `correct`)
     return prompts.messages("optimize", **base, history=history_view(correct, limit),
-                            failed_ideas=failed_ideas(attempts))
+                            failed_ideas=failed_ideas(attempts), **start_context(correct))

@@ -25,6 +25,7 @@ from . import (
     bench_cmds,  # noqa: E402,F401
     judge_cmds,  # noqa: E402,F401
     llm_cmds,  # noqa: E402,F401
+    profile_cmds,  # noqa: E402,F401
     suite_cmds,  # noqa: E402,F401
 )
 
