@@ -281,3 +281,34 @@ def test_profile_main_loads_runs_and_reports(tmp_path, sandbox, monkeypatch):
     assert report["io_bytes"] == 3 * 3000 * 4
     assert done.stdout == ""  # its output went to its own log, not to the profiler's stream
     assert report["sandbox"]["level"] == sandbox
+
+
+# --- the project's own H200 run (benchmarks/ncu_probe.py; docs/benchmarks.md, 2026-12-04) ---------
+
+H200 = DATA / "ncu"
+
+
+@pytest.mark.parametrize("name", ["h200_vector_add_contiguous_sections", "h200_vector_add_contiguous_metrics"])
+def test_h200_contiguous_vector_add_parses_and_is_not_flagged(name):
+    (launch,) = parse_ncu_csv((H200 / f"{name}.csv").read_text())
+    assert launch["kernel"] == "add_kernel" and launch["grid"] == 65536 and launch["registers"] == 26
+    # 3 x 2^26 fp32 elements: ncu's DRAM bytes are within 3% of inputs + outputs
+    assert launch["dram_read"] + launch["dram_write"] == pytest.approx(BYTES_MIN, rel=0.03)
+    (k,) = summarize([launch], own={"add_kernel"})
+    assert k["l1_sectors_per_request"] == pytest.approx(16.0)  # 16-byte vector loads: 16 sectors each
+    full = {"dram_bytes": k["dram_read_bytes"] + k["dram_write_bytes"], "kernels": [k]}
+    rules = _rules(full, BYTES_MIN)
+    assert "uncoalesced" not in rules and "re_read" not in rules
+
+
+def test_h200_strided_vector_add_is_uncoalesced_with_dram_bytes_unchanged():
+    (contiguous,) = parse_ncu_csv((H200 / "h200_vector_add_contiguous_sections.csv").read_text())
+    (strided,) = parse_ncu_csv((H200 / "h200_vector_add_strided_sections.csv").read_text())
+    assert strided["ld_sectors"] == 8 * contiguous["ld_sectors"]
+    assert strided["duration_ms"] > 5 * contiguous["duration_ms"]
+    assert strided["stalls"]["lg_throttle"] > 10 * contiguous["stalls"]["lg_throttle"]
+    (k,) = summarize([strided], own={"add_kernel"})
+    assert k["l1_sectors_per_request"] == pytest.approx(32.0)
+    full = {"dram_bytes": k["dram_read_bytes"] + k["dram_write_bytes"], "kernels": [k]}
+    rules = _rules(full, BYTES_MIN)
+    assert "uncoalesced" in rules and "re_read" not in rules
