@@ -221,6 +221,8 @@ class AgentOptions:
     timeout_scale: float = 1.0
     workers_per_device: int | None = None
     sandbox: str = "auto"
+    profile: str = "basic"                        # --profile (off, basic, full)
+    no_profile: bool = False                      # --no-profile: --profile off (the ablation switch)
     # the run
     out: Path | None = None
     resume: Path | None = None
@@ -278,7 +280,7 @@ class AgentOptions:
             max_perf_cases=self.max_perf_cases, suite=self.suite if command == "bench" else "",
             unsupported=dict(unsupported or {}), mode=self.mode, base_url=self.base_url,
             judge_base_seed=self.judge_base_seed, timeout_scale=self.timeout_scale,
-            sandbox=self.sandbox)
+            sandbox=self.sandbox, profile=profile_level(self.profile, self.no_profile))
 
 
 AGENT = AgentOptions()  # the defaults, for the commands' signatures
