@@ -54,7 +54,7 @@ def far_below_roofline(side: dict, spec: DeviceSpec | None) -> list[dict]:
 
 
 def grid_too_small(side: dict, spec: DeviceSpec | None) -> list[dict]:
-    """A launch of fewer programs than the GPU has SMs (compute units): some stay idle."""
+    """programs < SM count (under 1 program per SM or compute unit): some SMs stay idle."""
     if spec is None or not spec.sm_count:
         return []
     return [_diag("grid_too_small", ln["kernel"], float(ln["programs"]),
