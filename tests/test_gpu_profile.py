@@ -30,14 +30,12 @@ def _profiled(pool, task_name, path):
     shown = json.dumps(profile, indent=1)[:6000]
     assert profile.get("level") == "basic", shown
     assert not profile["errors"], shown
-    # the largest timed shape, and the profile's own cost
-    assert profile["case"] == max(range(len(task.perf_cases)), key=lambda i: _bytes(task, i)), shown
-    assert verdict.stage_seconds["profile"] < 0.05, verdict.stage_seconds
-    return task, profile, shown
-
-
-def _bytes(task, i):
-    return task.cost(task.perf_cases[i])["bytes"] if task.cost else i
+    assert profile["label"] == task.perf_cases[profile["case"]].label, shown
+    # the profile's own cost: under 50 ms beyond its two calls a side (warm, recorded), which a
+    # slow kernel (one program doing the whole tensor) makes long by itself
+    calls_s = 2 * (profile["candidate"]["time_ms"] + profile["reference"]["time_ms"]) / 1e3
+    assert verdict.stage_seconds["profile"] < 0.05 + calls_s, (verdict.stage_seconds, calls_s)
+    return task, profile, shown, verdict.stage_seconds["profile"]
 
 
 def _rules(side):
@@ -58,7 +56,7 @@ def _check_side_shape(side, shown):
 
 @pytest.mark.parametrize("name", ["vector_add", "softmax"])
 def test_memory_bound_references(pool, name):
-    task, profile, shown = _profiled(pool, name, resolve_task(name).triton_reference)
+    task, profile, shown, seconds = _profiled(pool, name, resolve_task(name).triton_reference)
     side = profile["candidate"]
     _check_side_shape(side, shown)
     assert side["bandwidth_frac"] >= 0.7, shown
@@ -67,30 +65,31 @@ def test_memory_bound_references(pool, name):
     case = task.perf_cases[profile["case"]]
     assert side["bytes_min"] == task.cost(case)["bytes"], shown
     assert profile["reference"]["time_ms"] > 0 and profile["reference"]["bandwidth_frac"] > 0, shown
+    assert seconds < 0.05  # a fast kernel's profile: the target itself
 
 
 def test_compute_bound_matmul(pool):
-    _, profile, shown = _profiled(pool, "matmul", resolve_task("matmul").triton_reference)
+    _, profile, shown, _ = _profiled(pool, "matmul", resolve_task("matmul").triton_reference)
     _check_side_shape(profile["candidate"], shown)
     assert "compute_bound" in _rules(profile["candidate"]), shown
 
 
 def test_strided_is_far_below_the_roofline(pool):
-    _, profile, shown = _profiled(pool, "vector_add", PROFILE_CANDIDATES / "strided_vector_add.py")
+    _, profile, shown, _ = _profiled(pool, "vector_add", PROFILE_CANDIDATES / "strided_vector_add.py")
     side = profile["candidate"]
     _check_side_shape(side, shown)
     assert "far_below_roofline" in _rules(side) and "memory_bound" not in _rules(side), shown
 
 
 def test_one_program_grid_is_too_small(pool):
-    _, profile, shown = _profiled(pool, "vector_add", PROFILE_CANDIDATES / "one_program_vector_add.py")
+    _, profile, shown, _ = _profiled(pool, "vector_add", PROFILE_CANDIDATES / "one_program_vector_add.py")
     side = profile["candidate"]
     assert side["launches"][0]["grid"] == [1, 1, 1], shown
     assert _rules(side)["grid_too_small"]["kernel"] == "one_program_add_kernel", shown
 
 
 def test_spilling_kernel_spills(pool):
-    _, profile, shown = _profiled(pool, "vector_add", PROFILE_CANDIDATES / "spilling_vector_add.py")
+    _, profile, shown, _ = _profiled(pool, "vector_add", PROFILE_CANDIDATES / "spilling_vector_add.py")
     side = profile["candidate"]
     assert side["launches"][0]["num_warps"] == 1 and side["launches"][0]["spills"] > 0, shown
     assert "register_spills" in _rules(side), shown
