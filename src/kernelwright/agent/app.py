@@ -47,6 +47,7 @@ class RunSpec:
     judge_base_seed: int | None = None            # the judge's base seed (None: fresh random input seeds)
     timeout_scale: float = 1.0                    # multiplies every judge time limit
     sandbox: str = "auto"                         # how the judge confines candidates (--sandbox)
+    profile: str = "basic"                        # the judge's profile of passing candidates (--profile)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -41,6 +41,8 @@ from .options import (
     JudgeSeedsOpt,
     LLMConcurrencyOpt,
     LLMSeedOpt,
+    NoProfileOpt,
+    ProfileOpt,
     SandboxOpt,
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
@@ -114,7 +116,7 @@ def generate_command(
     device: DeviceOpt = AGENT.device, judge_seeds: JudgeSeedsOpt = AGENT.judge_seeds,
     judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
-    sandbox: SandboxOpt = AGENT.sandbox,
+    sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
     out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Write a Triton kernel with the agent: from your instruction and PyTorch reference, or for
@@ -147,7 +149,7 @@ def optimize_command(
     device: DeviceOpt = AGENT.device, judge_seeds: JudgeSeedsOpt = AGENT.judge_seeds,
     judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
-    sandbox: SandboxOpt = AGENT.sandbox,
+    sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
     out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Make your working Triton kernel faster: the agent starts from it and returns a faster
@@ -423,7 +425,7 @@ def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | No
     in_flight = in_flight or len(spec.task_refs) * spec.settings.runs
     options = judge_options(judge_seeds=spec.judge_seeds, judge_base_seed=spec.judge_base_seed, perf=spec.perf,
                             timeout_scale=spec.timeout_scale, max_perf_cases=spec.max_perf_cases,
-                            sandbox=spec.sandbox)
+                            sandbox=spec.sandbox, profile=spec.profile)
     if backend == "cpu":
         return JudgePool("cpu", workers=max(1, min(count, in_flight)), options=options)
     per_device = workers_per_device or max(1, min(default_workers_per_device(count), -(-in_flight // count)))

@@ -83,6 +83,8 @@ def _stored_value(spec: RunSpec, name: str) -> tuple[bool, Any]:
                 "optimizer": "optimizer", "tune": "tune", "tune_variants": "tune_variants"}
     if name in settings:
         return True, getattr(spec.settings, settings[name])
+    if name in ("profile", "no_profile"):  # (one setting of the run's: its profile level)
+        return True, spec.profile if name == "profile" else spec.profile == "off"
     if name in ("device", "judge_seeds", "judge_base_seed", "perf", "timeout_scale", "sandbox",
                 "max_perf_cases", "mode", "model") or (name == "suite" and spec.command == "bench"):
         return True, getattr(spec, name)

@@ -57,6 +57,8 @@ from .options import (
     JudgeSeedsOpt,
     LLMConcurrencyOpt,
     LLMSeedOpt,
+    NoProfileOpt,
+    ProfileOpt,
     SandboxOpt,
     TasksOpt,
     TimeoutScaleOpt,
@@ -91,7 +93,7 @@ def bench_command(
     perf: Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs)")] = AGENT.perf,
     max_perf_cases: PerfCasesOpt = AGENT.max_perf_cases,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
-    sandbox: SandboxOpt = AGENT.sandbox,
+    sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/bench-<suite>-<time>)")] = AGENT.out,
     resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:

@@ -18,11 +18,14 @@ from .options import (
     Command,
     JudgeBaseSeedOpt,
     JudgeSeedsOpt,
+    NoProfileOpt,
+    ProfileOpt,
     SandboxOpt,
     TasksOpt,
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
     judge_options,
+    profile_level,
     parse_tasks,
 )
 from .usage import (  # noqa: F401
@@ -218,6 +221,8 @@ def eval_command(
     sandbox: SandboxOpt = "auto",
     force: bool = typer.Option(False, "--force",
                                help="With --perf under the CPU interpreter: time anyway (refused by default)."),
+    profile: ProfileOpt = "basic",
+    no_profile: NoProfileOpt = False,
 ) -> None:
     """Judge one candidate: static -> call -> correctness -> performance.
 
@@ -230,6 +235,7 @@ def eval_command(
     problem = candidate_problem(candidate)
     if problem is not None:
         raise usage_error(problem)
+    profile = profile_level(profile, no_profile)
     if baseline not in ("torch", "triton"):
         raise usage_error("--baseline must be 'torch' or 'triton'")
     task_obj = load_task_or_exit(task, suite, path)
@@ -237,7 +243,7 @@ def eval_command(
         raise usage_error(f"task {task_obj.name} has no Triton reference; use --baseline torch")
     options = judge_options(judge_seeds=judge_seeds, judge_base_seed=judge_base_seed, perf=perf,
                             timeout_scale=timeout_scale, baseline=baseline, perf_blocks=blocks,
-                            sandbox=sandbox)
+                            sandbox=sandbox, profile=profile)
     try:
         backend, _ = detect_backend(device)
     except DeviceUnavailable as exc:

@@ -70,6 +70,24 @@ SandboxOpt = Annotated[str, typer.Option(
          "what that is), strict (refuse to judge without files, network and signals confined), "
          "off (none); README: what the sandbox protects")]
 
+ProfileOpt = Annotated[str, typer.Option(
+    "--profile", metavar="off|basic|full",
+    help="profile each passing candidate and its reference on the largest timed shape: basic (Triton's "
+         "metadata and the judge's timings, per own kernel launch, with a diagnosis), full (also Nsight "
+         "Compute / rocprof counters), off; never changes a verdict")]
+NoProfileOpt = Annotated[bool, typer.Option("--no-profile", help="no profile (= --profile off)")]
+
+
+def profile_level(profile: str, no_profile: bool = False) -> str:
+    """The judge's profile level from --profile and --no-profile; a usage error (exit 2) for a
+    level that is not one of off, basic, full."""
+    from ..judge.common.options import PROFILE_LEVELS
+
+    if profile not in PROFILE_LEVELS:
+        raise UsageError(f"--profile must be one of {', '.join(PROFILE_LEVELS)}, got {profile!r}")
+    return "off" if no_profile else profile
+
+
 # The judge's time limits that --timeout-scale multiplies (JudgeOptions' fields).
 TIMEOUT_FIELDS = ("load_timeout", "call_timeout", "case_timeout", "perf_timeout", "compile_timeout", "run_timeout")
 
@@ -203,6 +221,8 @@ class AgentOptions:
     timeout_scale: float = 1.0
     workers_per_device: int | None = None
     sandbox: str = "auto"
+    profile: str = "basic"                        # --profile (off, basic, full)
+    no_profile: bool = False                      # --no-profile: --profile off (the ablation switch)
     # the run
     out: Path | None = None
     resume: Path | None = None
@@ -260,7 +280,7 @@ class AgentOptions:
             max_perf_cases=self.max_perf_cases, suite=self.suite if command == "bench" else "",
             unsupported=dict(unsupported or {}), mode=self.mode, base_url=self.base_url,
             judge_base_seed=self.judge_base_seed, timeout_scale=self.timeout_scale,
-            sandbox=self.sandbox)
+            sandbox=self.sandbox, profile=profile_level(self.profile, self.no_profile))
 
 
 AGENT = AgentOptions()  # the defaults, for the commands' signatures

@@ -19,11 +19,14 @@ from .options import (
     Command,
     JudgeBaseSeedOpt,
     JudgeSeedsOpt,
+    NoProfileOpt,
+    ProfileOpt,
     SandboxOpt,
     TasksOpt,
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
     judge_options,
+    profile_level,
     parse_tasks,
 )
 
@@ -73,6 +76,8 @@ def judge_suite_command(
     force: bool = typer.Option(False, "--force",
                                help="With --perf under the CPU interpreter: time anyway (refused by default)."),
     sandbox: SandboxOpt = "auto",
+    profile: ProfileOpt = "basic",
+    no_profile: NoProfileOpt = False,
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
@@ -91,6 +96,7 @@ def judge_suite_command(
         select_tasks,
     )
 
+    profile = profile_level(profile, no_profile)
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
     if candidates != REFERENCE and not Path(candidates).is_dir():
@@ -116,7 +122,7 @@ def judge_suite_command(
     store = ResultStore(out)
     options = judge_options(judge_seeds=judge_seeds, judge_base_seed=judge_base_seed, perf=perf,
                             timeout_scale=timeout_scale, max_perf_cases=max_perf_cases, sandbox=sandbox,
-                            **TIMING_PROFILES[timing])
+                            profile=profile, **TIMING_PROFILES[timing])
     names = parse_tasks(tasks)
     err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line
     interrupted = False

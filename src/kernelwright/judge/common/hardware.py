@@ -42,6 +42,8 @@ class DeviceSpec:
     smem_per_block_kb: float | None = None     # max shared memory (LDS) one block / workgroup may use, KiB
     smem_per_sm_kb: float | None = None        # shared memory (LDS) per SM / CU, KiB
     regfile_per_sm_kb: float | None = None     # register file per SM, or the VGPR file per CU, KiB
+    max_warps_per_sm: int | None = None        # resident warps per SM / waves per CU (occupancy's ceiling)
+    max_blocks_per_sm: int | None = None       # resident blocks per SM / workgroups per CU
     l2_mb: float | None = None                 # L2, MB (AMD: the sum over the XCDs / GCD)
     llc_mb: float | None = None                # last-level cache beyond L2 (AMD Infinity Cache), MB
     memory_gb: float | None = None             # device memory, GB as the vendor quotes it
@@ -146,9 +148,9 @@ def _entry(raw: Any, index: int, references: Mapping[str, str], file: Path) -> D
     if (not isinstance(tflops, dict) or not tflops
             or any(k not in MATH_TYPES or not _is_number(v) or v <= 0 for k, v in tflops.items())):
         raise bad("tflops", f"an object of positive numbers keyed by {', '.join(MATH_TYPES)}")
-    for name in ("sm_count", "warp_size"):
+    for name in ("sm_count", "warp_size", "max_warps_per_sm", "max_blocks_per_sm"):
         value = raw.get(name, 1)
-        if value is None and name == "sm_count":
+        if value is None and name != "warp_size":
             continue
         if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
             raise bad(name, "a positive integer")

@@ -232,6 +232,49 @@ class MemoryReport(Reply):
     device_reserved_peak_bytes: int = 0
 
 
+@dataclass
+class LaunchRecord:
+    """One launch of a kernel of the side's own file in a profiled call (`sandbox.profiling`).
+    Every figure is the untrusted child's word (Triton's metadata, its own events): a profile
+    describes, it never decides."""
+    kernel: str
+    grid: list[int]
+    num_warps: int
+    num_stages: Optional[int] = None
+    registers: Optional[int] = None
+    spills: Optional[int] = None
+    shared_bytes: Optional[int] = None
+    time_ms: Optional[float] = None
+
+    def check(self) -> None:
+        if len(self.kernel) > 200:
+            raise MessageError("a launch's kernel name of more than 200 characters")
+        if len(self.grid) != 3 or any(d < 0 or d > 1 << 31 for d in self.grid):
+            raise MessageError(f"a launch's grid {_short(self.grid)}: expected three non-negative sizes")
+        for name in ("num_warps", "num_stages", "registers", "spills", "shared_bytes"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1 << 30:
+                raise MessageError(f"a launch's {name} of {_short(value)}")
+        if self.time_ms is not None and self.time_ms < 0:
+            raise MessageError("a launch of negative time")
+
+
+@dataclass
+class Profile(Reply):
+    """A basic profile's recorded call: its own launches (at most 32, `more_launches` beyond),
+    the call's device time, and the bytes of its input and output tensors."""
+    launches: list[LaunchRecord]
+    io_bytes: int
+    call_ms: Optional[float] = None
+    more_launches: int = 0
+
+    def check(self) -> None:
+        if len(self.launches) > 32:
+            raise MessageError(f"a profile of {len(self.launches)} launches (at most 32)")
+        if self.io_bytes < 0 or self.more_launches < 0 or (self.call_ms is not None and self.call_ms < 0):
+            raise MessageError("a profile with a negative size, count or time")
+
+
 # -- notices ------------------------------------------------------------------------------------
 # A child sends these of its own accord while it works on a request, so the worker's clock can
 # tell compiling from running (`ChildProcess.recv`). A candidate can forge them: what a forgery
@@ -283,6 +326,7 @@ _OK_REPLIES: dict[str, dict[str, type]] = {
     "memory_fraction": {"candidate": Ack, "reference": Ack},
     "perf_release": {"candidate": Ack, "reference": Ack},
     "sync": {"candidate": Ack, "reference": Ack},
+    "profile": {"candidate": Profile, "reference": Profile},
 }
 # replies that may say the task's own test skipped the input (a reference only)
 _MAY_SKIP = {"run", "spot"}

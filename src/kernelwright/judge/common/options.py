@@ -22,6 +22,10 @@ from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
+# `JudgeOptions.profile`: off; basic (Triton's metadata and the judge's timings, always available
+# on a GPU); full (basic, and Nsight Compute / rocprof counters where the tool is installed)
+PROFILE_LEVELS = ("off", "basic", "full")
+
 
 def _from_wire(cls: type[_T], data: Mapping[str, Any]) -> _T:
     """`cls` built from the wire dict `data`: a key missing takes the field's default, a key
@@ -77,6 +81,12 @@ class JudgeOptions:
     sandbox: str = "auto"
     # what a confined candidate may write in all (its scratch and Triton cache; worker/limits.py)
     max_written_bytes: int = 2 << 30
+    # the profile of a passing candidate (PROFILE_LEVELS; `worker/profiling.py`): never a verdict's decider
+    profile: str = "basic"
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILE_LEVELS:
+            raise ValueError(f"profile must be one of {', '.join(PROFILE_LEVELS)}, got {self.profile!r}")
 
     def resolved(self, backend: str) -> JudgeOptions:
         """These options as a worker of `backend` applies them: `perf` decided (None: measure on

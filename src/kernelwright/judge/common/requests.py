@@ -151,6 +151,15 @@ class MemoryRequest(Request):
 
 
 @dataclass(kw_only=True)
+class ProfileRequest(Request):
+    """The basic profile of perf case `case` on inputs drawn from `seed`: one warm call, then one
+    call recorded launch by launch (`sandbox.profiling`)."""
+    op: ClassVar[str] = "profile"
+    case: int
+    seed: int
+
+
+@dataclass(kw_only=True)
 class SyncRequest(Request):
     """Answered last before a verdict: a frame the candidate wrote on the channel itself and left
     unread shows up as one numbered out of turn."""
@@ -185,7 +194,7 @@ def _table(*classes: type[Request]) -> dict[str, type[Request]]:
 
 CHILD_REQUESTS = _table(LoadRequest, RunRequest, SpotRequest, MemoryFractionRequest, RetuneRequest,
                         PerfPrepareRequest, GapsRequest, TimeBlockRequest, PerfReleaseRequest, MemoryRequest,
-                        SyncRequest, ExitRequest)
+                        ProfileRequest, SyncRequest, ExitRequest)
 WORKER_REQUESTS = _table(JudgeRequest, ExitRequest)
 
 

@@ -240,6 +240,10 @@ class Verdict:
     # how the candidate's process was confined (`--sandbox`): level, layers in effect, what is
     # missing on this machine (`judge/sandbox/confinement.py`); empty when nothing ran it
     sandbox: dict[str, Any] = field(default_factory=dict)
+    # the basic (or full) profile of a passing candidate and its reference on the largest timed
+    # perf case (`judge/common/profile.py`, docs/judge.md): {} when off or failed, {"skipped": why}
+    # where none could be made; it never changes anything else of the verdict
+    profile: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.kind = FailureKind(self.kind)  # (its value, read back from a stored verdict, or a typo: ValueError)

@@ -25,6 +25,7 @@ from ..common.requests import (
     MemoryFractionRequest,
     MemoryRequest,
     PerfPrepareRequest,
+    ProfileRequest,
     Request,
     RetuneRequest,
     RunItem,
@@ -41,6 +42,7 @@ from .compilewatch import CompileWatch
 from .launches import LaunchCounter
 from .poison import PoisonSwitch, poison_free_memory
 from .precompile import compile_threads_from_env
+from .profiling import ProfileRequests
 from .replies import Outputs, error_reply, tensor_meta
 from .timer import Clocks, TimedRequests
 
@@ -85,7 +87,7 @@ def seed_globals(torch, seed: int) -> None:
         pass
 
 
-class Harness(TimedRequests):
+class Harness(TimedRequests, ProfileRequests):
     role = ""  # "candidate" or "reference", set by each subclass
     failure_marks: dict = {}  # fields added to every failed reply of a checked call
     sandbox_record = None  # how this child is confined (`confinement.Record`), set before it serves
@@ -217,7 +219,7 @@ class Harness(TimedRequests):
     def _serve(self, request: Request) -> None:
         """Answer one request with its `op_` method: every op `parse_request` knows has one."""
         handler = getattr(self, f"op_{request.op}")
-        case = request.case if isinstance(request, (SpotRequest, PerfPrepareRequest)) else None
+        case = request.case if isinstance(request, (SpotRequest, PerfPrepareRequest, ProfileRequest)) else None
         self.share.doing = f"{self.role} {request.op}" + (f" of case {case}" if case is not None else "")
         autotuning.set_checking(request.gpu_lock)
         if isinstance(request, RunRequest):  # streams replies: takes the lock per item

@@ -26,6 +26,8 @@ class LaunchCounter:
         self.autotuners: weakref.WeakSet = weakref.WeakSet()
         # while a check runs: the memory its own launches are given (provenance.KernelMemory)
         self.memory = None
+        # while a profiled call runs: its own launches go through it (profiling.LaunchProfiler)
+        self.profiler = None
 
     def watch_file(self, own_file: str | None) -> None:
         """Count launches of kernels defined in `own_file` (the file this side loads) as its own."""
@@ -40,7 +42,8 @@ class LaunchCounter:
         """Each autotuned kernel's current choice, by kernel name (autotuning.tuned_configs)."""
         return autotuning.tuned_configs(self.autotuners)
 
-    def _record(self, jit_fn, args: tuple = (), kwargs: dict | None = None) -> None:
+    def _record(self, jit_fn, args: tuple = (), kwargs: dict | None = None) -> bool:
+        """Count one launch; returns whether it is of a kernel of the watched file."""
         fn = getattr(jit_fn, "fn", None)
         code = getattr(fn, "__code__", None)
         own = self._is_own.get(code)
@@ -55,4 +58,5 @@ class LaunchCounter:
                 self.memory.note_launch(args, kwargs or {})
         else:
             self.other += 1
+        return own
 

@@ -16,7 +16,8 @@ Both sides install the same hooks before any foreign code can define or bind a k
 5. On a GPU, `yield_at_launches`: `JITFunction.run` checks for a waiting timing turn first.
 6. `count_launches`: `Autotuner.__init__` registers every autotuner (and gives it the judge's
    benchmarker) and `JITFunction.run` / `InterpretedFunction.run` count every launch; last, so the
-   count sees each launch before anything else runs (`launches`).
+   count sees each launch before anything else runs (`launches`). During a profile's recorded
+   call, own launches also go through the counter's profiler (`profiling`).
 """
 
 from __future__ import annotations
@@ -249,8 +250,10 @@ def count_launches(counter: LaunchCounter) -> None:
         original = cls.run
 
         def run(self, *args, _original=original, **kwargs):
-            if not kwargs.get("warmup", False):
-                counter._record(self, args, kwargs)
+            if not kwargs.get("warmup", False) and counter._record(self, args, kwargs):
+                profiler = counter.profiler  # (None but for the one recorded call of a profile)
+                if profiler is not None:
+                    return profiler.launch(self, _original, args, kwargs)
             return _original(self, *args, **kwargs)
 
         cls.run = run

@@ -57,6 +57,7 @@ from .heartbeat import Heartbeat
 from .correctness import CorrectnessStage, check_perf_cases
 from .failures import CaseFailed, JudgeError, ProbeFailed, ask, error_kind
 from .performance import run_performance
+from .profiling import run_profile
 from .state import Judging
 
 # The longest a worker waits for its timing turn during a verdict (the most a child's queueing is
@@ -453,6 +454,8 @@ class Worker:
         # Every reply read was the one due: a frame the candidate wrote on the channel itself and
         # left unread would answer this request instead.
         ask(j.cand, SyncRequest(), opts.case_timeout, "finishing", "performance" if measure else "correctness")
+        # The verdict is decided (it passes): the profile describes it, never changes it (run_profile never raises)
+        run_profile(self, j, measure)
 
     def _finish(self, j: Judging) -> None:
         """The verdict's end, however it went: memory report, the candidate gone, spares forked
