@@ -15,10 +15,12 @@ import time
 from typing import Any
 
 from ..common.diagnosis import diagnose
+from ..common.full_rules import full_diagnosis
 from ..common.hardware import spec_for
 from ..common.profile import build_side
 from ..common.requests import ProfileRequest
 from .failures import ask
+from .fullprofile import full_profile
 from .state import Judging
 
 # the acceptance wording: the interpreter reports "no profile under the interpreter" cleanly
@@ -26,12 +28,23 @@ INTERPRETER_SKIP = "no profile under the interpreter (TRITON_INTERPRET=1): profi
 UNTIMED_SKIP = "no profile without timing: no perf case was timed (--no-perf, or a task without perf cases)"
 # each side's profile request: two calls of a case already timed, compiled and tuned
 PROFILE_TIMEOUT_S = 30.0
+# the full profile of one candidate: the profiler's start, a compile, replayed kernels (issue 30: 60 s)
+FULL_PROFILE_TIMEOUT_S = 60.0
 
 
 def full_profile_hook(worker: Any, j: Judging, case: int) -> dict:
-    """The `full` slot of a side at level "full" (Nsight Compute / rocprof counters): replaced by
-    the full profile's runner; until then it says it is not built."""
-    return {"skipped": "full profiles are not built yet"}
+    """The `full` slot of the candidate's side at level "full": Nsight Compute or rocprofv3
+    counters of one call of `case` (`fullprofile.full_profile`), made in a fresh process under
+    the profiler once the verdict is decided, confined as the worker's children are, bounded in
+    time, cached by the candidate's bytes. The GPU is held alone: the profiler replays kernels."""
+    backend = "hip" if str(worker.info.get("backend", "")).lower() in ("hip", "rocm") else "cuda"
+    cache_dir = os.path.join(worker.options.cache_root, "profiles") if worker.options.cache_root else None
+    with worker.exclusive(j.task.name):
+        return full_profile(j.task.ref, j.verdict.candidate, case, j.perf_seed(case),
+                            str(worker.info.get("name", "")), role="candidate", backend=backend,
+                            cache_dir=cache_dir, timeout_s=FULL_PROFILE_TIMEOUT_S,
+                            sandbox=worker.options.sandbox, read=tuple(worker.task_files),
+                            triton_cache=worker.caches.get("candidate"), device=worker.device)
 
 
 def run_profile(worker: Any, j: Judging, measured: bool) -> None:
@@ -93,6 +106,11 @@ def _profile(worker: Any, j: Judging, measured: bool) -> dict:
         if j.opts.profile == "full":
             side["full"] = full_profile_hook(worker, j, pi) if who == "candidate" else \
                 {"skipped": "full profiles are made of the candidate only"}
+            if "kernels" in side["full"]:
+                seen = {(d["rule"], d.get("kernel")) for d in side["diagnosis"]}
+                side["diagnosis"] += [d for d in full_diagnosis(side["full"], bytes_min, spec,
+                                                                spec.sm_count if spec is not None else None)
+                                      if (d["rule"], d.get("kernel")) not in seen]  # measured beside estimated
         profile[who] = side
     return profile
 
