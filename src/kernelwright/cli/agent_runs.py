@@ -67,7 +67,7 @@ def interpreter_timing(opts: AgentOptions, tasks: list | None, kernels: int | No
         return  # the judge pool says so, with the usual message
     blocks = JudgeOptions().perf_blocks
     kernels = kernels or opts.runs * (opts.iterations + (opts.kernel is not None))
-    cost = _interpreter_cost(tasks, blocks, kernels)
+    cost = _interpreter_cost(tasks, blocks, kernels, opts.max_perf_cases)
     if not opts.force:
         raise ValueError(f"--perf under Triton's CPU interpreter refused: {cost}. Timing the interpreter says "
                          "nothing about the kernel's speed on a GPU; run it on a GPU machine, or add --force to "
@@ -76,16 +76,17 @@ def interpreter_timing(opts: AgentOptions, tasks: list | None, kernels: int | No
                                highlight=False, soft_wrap=True)
 
 
-def _interpreter_cost(tasks: list | None, blocks: int, kernels: int) -> str:
-    """What timing `kernels` kernels of each task costs under the interpreter, in words."""
-    from .judge_cmds import interpreter_perf_cost
+def _interpreter_cost(tasks: list | None, blocks: int, kernels: int, max_cases: int | None = None) -> str:
+    """What timing `kernels` kernels of each task costs under the interpreter, in words
+    (`max_cases`: --max-perf-cases)."""
+    from .judge_cmds import interpreter_perf_cost, perf_cases_timed
 
     if tasks is None:
         per_case = 2 * (2 * blocks + 2)  # each side: the perf-size check, a warm-up, two calls per block
         return f"each perf case of the task takes at least {per_case} calls at perf sizes, per timed kernel"
-    costs = [interpreter_perf_cost(t, blocks) for t in tasks]
+    costs = [interpreter_perf_cost(t, blocks, max_cases) for t in tasks]
     calls, low, high = (sum(c[i] for c in costs) for i in range(3))
-    cases = sum(len(t.perf_cases) for t in tasks)
+    cases = sum(perf_cases_timed(t, max_cases) for t in tasks)
     if len(tasks) == 1:
         what = f"task {tasks[0].name} has {cases} perf case(s): at least {calls} calls at perf sizes per timed kernel"
     else:
