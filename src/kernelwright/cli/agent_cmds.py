@@ -30,7 +30,7 @@ from rich.table import Table
 
 from ..agent.memory import Mode
 from . import app
-from .agent_runs import DeferredPing, ModelDoesNotAnswer, interpreter_timing, llm_flags
+from .agent_runs import DeferredPing, ModelDoesNotAnswer, chosen_model, interpreter_timing, llm_flags
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
@@ -201,7 +201,7 @@ def _new_run(command: str, opts: AgentOptions):
     from ..agent.prompts import PromptLibrary
     from .agent_runs import preflight_model
 
-    model = _model(opts)  # before anything is written
+    model = chosen_model(opts)  # before anything is written
     task_ref, start_code, out, fresh = _task_and_start(command, opts)
     try:
         if opts.prompts is not None:
@@ -216,25 +216,6 @@ def _new_run(command: str, opts: AgentOptions):
         if fresh:
             shutil.rmtree(out, ignore_errors=True)
         raise
-
-
-def _model(opts: AgentOptions) -> str:
-    """The model's id, after checking that it can be reached as configured (key, URL): a run
-    directory is created only for a run that can start."""
-    from ..llm import LLMConfigError, parse_model
-    from ..llm.settings import load_llm_settings
-
-    _, settings = load_llm_settings(opts.config_path, model=opts.model, **llm_flags(opts))
-    if not settings.model:
-        raise ValueError("no model chosen: pass --model provider/model (e.g. openai/gpt-4.1), set "
-                         "KERNELWRIGHT_MODEL, or put model in [llm] of kernelwright.toml")
-    model = parse_model(settings.model)
-    if not settings.offline:
-        try:
-            settings.endpoint(model)
-        except LLMConfigError as exc:
-            raise ValueError(str(exc)) from None
-    return model.id
 
 
 def _task_and_start(command: str, opts: AgentOptions):

@@ -96,6 +96,25 @@ def _interpreter_cost(tasks: list | None, blocks: int, kernels: int, max_cases: 
             f"{' per task' if len(tasks) > 1 else ''} (about {kernels * low:.0f}-{kernels * high:.0f} min)")
 
 
+def chosen_model(opts: AgentOptions) -> str:
+    """The model's id, after checking that it can be reached as configured (key, URL): a run
+    directory is created only for a run that can start."""
+    from ..llm import LLMConfigError, parse_model
+    from ..llm.settings import load_llm_settings
+
+    _, settings = load_llm_settings(opts.config_path, model=opts.model, **llm_flags(opts))
+    if not settings.model:
+        raise ValueError("no model chosen: pass --model provider/model (e.g. openai/gpt-4.1), set "
+                         "KERNELWRIGHT_MODEL, or put model in [llm] of kernelwright.toml")
+    model = parse_model(settings.model)
+    if not settings.offline:
+        try:
+            settings.endpoint(model)
+        except LLMConfigError as exc:
+            raise ValueError(str(exc)) from None
+    return model.id
+
+
 # -- the model's preflight ---------------------------------------------------------------------
 class ModelDoesNotAnswer(ValueError):
     """The preflight's ping failed: the run does not start (exit status 2)."""

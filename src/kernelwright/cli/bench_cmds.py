@@ -42,12 +42,11 @@ from .agent_cmds import (
     EXIT_MODEL_UNAVAILABLE,
     ForceOpt,
     _error,
-    _model,
     _resumed,
     outage_message,
     run_agent,
 )
-from .agent_runs import interpreter_timing, preflight_model
+from .agent_runs import chosen_model, interpreter_timing, preflight_model
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
@@ -119,7 +118,7 @@ def bench_command(
             store, spec = open_run(opts.resume, None, resume=True, command="bench")
             spec = _resumed(store, spec, opts)
         else:
-            model_id = _model(opts)
+            model_id = chosen_model(opts)
             backend, _ = detect_backend(opts.device)
             all_tasks = load_tasks(opts.suite, opts.path, opts.tasks)
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
