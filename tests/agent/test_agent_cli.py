@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from .agent_support import (BROKEN, FIX_MARK, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, REFLECT_MARK, ROOT, TINY_ADD, answer,
-                            kernel as make_kernel, model_requests, role_of)
+from .agent_support import (BROKEN, FIX_MARK, GOOD, GOOD_SMALL_BLOCKS, MODEL, OPTIMIZE_MARK, PING, REFLECT_MARK, ROOT,
+                            TINY_ADD, answer, kernel as make_kernel, model_requests, pings, role_of)
 from kernelwright.llm.testing import ScriptedServer
 
 
@@ -162,8 +162,9 @@ WRONG = GOOD.replace("tl.load(x_ptr + offs, mask=mask) + tl.load", "tl.load(x_pt
 
 @pytest.mark.slow
 def test_optimize_stops_on_a_failing_kernel_unless_fix_start(tmp_path):
-    """A starting kernel that fails is an error with its verdict, before any call to the model;
-    --fix-start has the agent fix it."""
+    """A starting kernel that fails is an error with its verdict, before any request to the model
+    (the ping included: the kernel is judged first); --fix-start has the agent fix it, after the
+    ping."""
     empty, wrong = tmp_path / "empty.py", tmp_path / "wrong.py"
     empty.write_text("")
     wrong.write_text(WRONG)
@@ -176,10 +177,11 @@ def test_optimize_stops_on_a_failing_kernel_unless_fix_start(tmp_path):
                                          *llm_flags(server)))
             assert code == 2, (data, err)
             assert "your kernel fails the judge" in data["error"] and kind in data["error"] and "--fix-start" in data["error"]
-            assert not model_requests(server)  # the ping only: no paid call
+            assert not server.requests  # no paid call, and no ping either
         code, data, err = finish(cli("optimize", str(empty), *timed, "--fix-start", "--out", str(tmp_path / "fixed"),
                                      *llm_flags(server)))
         roles = [role_of(r.prompt) for r in model_requests(server)]
+        assert pings(server) == 1 and server.requests[0].prompt == PING  # before the paid calls
     assert code == 0, (data, err)
     assert roles == ["reflect", "fix"] and "error" not in data
     modes = rows(tmp_path / "fixed" / "run.sqlite", "SELECT mode, kind FROM attempts ORDER BY idx")

@@ -97,6 +97,40 @@ def test_a_model_that_does_not_answer_stops_the_command_before_anything(tmp_path
     assert sent == (0 if failure is None else 3)  # the ping, retried twice
 
 
+def test_bench_perf_under_the_interpreter_is_refused_unless_force(tmp_path, kw):
+    """As eval, generate and optimize: refused with what it would cost, before the ping; --force
+    passes that check (here, on to the dead model's refusal)."""
+    run = tmp_path / "run"
+    bench = ["bench", "--suite", "builtin", "--tasks", "vector_add,softmax", "--perf", "--iterations", "2",
+             "--out", str(run)]
+    with ScriptedServer({"default": answer(GOOD)}) as server:
+        code, data, err, _ = kw(*bench, *flags(server.openai_base_url))
+        assert not server.requests  # refused before the model's ping
+    assert code == 2, err
+    error = data["error"]
+    assert "--perf under Triton's CPU interpreter refused: the 2 tasks have" in error and "--force" in error
+    assert "for up to 2 kernels per task" in error and not run.exists()
+    code, data, err, _ = kw(*bench, "--force", *flags(dead_url()))
+    assert code == 2 and "does not answer" in data["error"], err
+    assert "--force: timing under the CPU interpreter: the 2 tasks have" in " ".join(err.split())
+    assert not run.exists()
+
+
+def test_optimize_judges_the_kernel_then_pings_a_dead_model(tmp_path, kw):
+    """A correct starting kernel, timed: the ping comes once it is judged (the model is to be asked
+    for a faster one); a dead model is then exit 2, and the run leaves no directory."""
+    kernel, run = tmp_path / "mine.py", tmp_path / "run"
+    kernel.write_text(GOOD)
+    text = [f for f in flags(dead_url()) if f != "--json"]  # the progress lines on stderr
+    code, _, err, _ = kw("optimize", str(kernel), "--task", str(TINY_ADD), "--iterations", "1", "--perf", "--force",
+                         "--out", str(run), *text, quick=True)
+    assert code == 2, err
+    err = " ".join(err.split())
+    judged, refused = err.find("attempt 0 (given): passed"), err.find("the model does not answer")
+    assert 0 <= judged < refused, err  # judged first, on the judge pool the run would go on with
+    assert "so the run does not start" in err and "run the same command" in err and not run.exists()
+
+
 def test_generate_from_an_instruction_leaves_no_task_files_when_the_model_is_dead(tmp_path, kw):
     ref = tmp_path / "ref.py"
     ref.write_text("import torch\n\n\ndef vector_add(x, y):\n    return x + y\n\n\n"

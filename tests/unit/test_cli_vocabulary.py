@@ -42,7 +42,7 @@ def captured(monkeypatch):
                             "workers_per_device": workers_per_device}
             raise Stop
 
-    def fake_run_agent(store, spec, opts, concurrency=None, in_flight=None):
+    def fake_run_agent(store, spec, opts, concurrency=None, in_flight=None, before_calls=None):
         seen["agent"] = {"spec": spec, "opts": opts, "concurrency": concurrency, "in_flight": in_flight}
         store.close()
         raise Stop

@@ -58,6 +58,38 @@ def test_doctor_reports_a_missing_key_and_a_missing_package_together(runner, mon
     assert "2 of 2 checks failed" in out
 
 
+def _scipy(monkeypatch, installed: bool):
+    import importlib.metadata
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: (real("json") if installed else None) if name == "scipy" else real(name, *a))
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.99")
+
+
+def test_doctor_names_scipy_for_the_rocm_suite(runner, monkeypatch):
+    """Issue 29: the ROCm suite's test_randn.py needs scipy (the `rocm` extra): `doctor --suite
+    rocm` fails on it with the fix; plain `doctor` notes it without failing."""
+    _no_gpu(monkeypatch)
+    _scipy(monkeypatch, installed=False)
+    result = runner.invoke(app, ["doctor", "--device", "cpu", "--suite", "rocm"])
+    out = flat(result.stdout)
+    assert result.exit_code == 1, result.output
+    assert "FAIL scipy: not installed, and the ROCm suite's tasks need it" in out and "'.[rocm]'" in out
+    assert "1 of 4 checks failed: scipy" in out
+    result = runner.invoke(app, ["doctor", "--device", "cpu"])
+    out = flat(result.stdout)
+    assert result.exit_code == 0 and "FAIL" not in out, result.output
+    assert "note: scipy is not installed" in out and "doctor --suite rocm" in out
+    assert "scipy" not in flat(runner.invoke(app, ["doctor", "--device", "cpu", "--suite", "builtin"]).stdout)
+    _scipy(monkeypatch, installed=True)
+    result = runner.invoke(app, ["doctor", "--device", "cpu", "--suite", "rocm"])
+    assert result.exit_code == 0 and "ok scipy: scipy 1.99: the ROCm suite" in flat(result.stdout), result.output
+    assert "scipy" not in flat(runner.invoke(app, ["doctor", "--device", "cpu"]).stdout)
+    assert runner.invoke(app, ["doctor", "--suite", "nope"]).exit_code == 2
+
+
 # --- help text and --json usage errors (item 7) --------------------------------------------------
 
 def test_flag_help_has_no_stray_bool(runner):

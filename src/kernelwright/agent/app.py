@@ -135,8 +135,11 @@ def untimed_reason(perf: bool | None, backend: str) -> str:
 
 def run_session(spec: RunSpec, store: RunStore, llm: LLM, judge: Judge, *, device_info: dict, backend: str,
                 config_path: Path | None = None, on_event: Callable[[str, dict], None] = lambda k, d: None,
-                concurrency: int | None = None, session_hook: Callable[[AgentSession], None] | None = None
-                ) -> tuple[list[TaskResult], list[str]]:
+                concurrency: int | None = None, session_hook: Callable[[AgentSession], None] | None = None,
+                before_calls: Callable[[], None] | None = None) -> tuple[list[TaskResult], list[str]]:
+    """Every task-run of the spec. The user's starting kernels (optimize) are judged first; then
+    `before_calls` (the model's ping) runs, only when some task-run will call the model: a failing
+    starting kernel without fix_start sends no request at all."""
     from .prompts import PromptLibrary
     from .session import AgentSession, make_retrieve
 
@@ -153,5 +156,8 @@ def run_session(spec: RunSpec, store: RunStore, llm: LLM, judge: Judge, *, devic
                            concurrency or max(1, len(tasks) * spec.settings.runs))
     if session_hook is not None:
         session_hook(session)
+    session.judge_given()
+    if before_calls is not None and session.needs_model():
+        before_calls()
     results = session.run()
     return results, session.errors

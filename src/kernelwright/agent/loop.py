@@ -141,12 +141,8 @@ class TaskRun:
     def execute(self) -> str:
         """Run to the end; returns why it ended (also stored)."""
         store, settings = self.ctx.store, self.ctx.settings
-        memory = TaskMemory.of(store.attempts(self.task.name, self.run))
         self.ctx.budget.start_task(self.task.name)
-        if self.start_code is not None and not len(memory):
-            memory = self._record(memory, self._judged(Attempt(
-                self.task.name, self.run, 0, Mode.GIVEN, 0, None, self.start_code, strategy="the user's kernel",
-                created=time.time())))
+        memory = self.judge_given()
         reason = "all iterations done"
         while self._llm_attempts(memory) < settings.iterations:
             if self.ctx.stopping():
@@ -177,6 +173,23 @@ class TaskRun:
         store.end_task_run(self.task.name, self.run, reason, best.index if best else None)
         self.ctx.on_event("ended", {"task": self.task.name, "run": self.run, "reason": reason})
         return reason
+
+    def judge_given(self) -> TaskMemory:
+        """The task-run's memory, with the user's starting kernel (optimize) judged first when it
+        is not yet: before the session asks the model anything (its ping included)."""
+        memory = TaskMemory.of(self.ctx.store.attempts(self.task.name, self.run))
+        if self.start_code is not None and not len(memory):
+            memory = self._record(memory, self._judged(Attempt(
+                self.task.name, self.run, 0, Mode.GIVEN, 0, None, self.start_code, strategy="the user's kernel",
+                created=time.time())))
+        return memory
+
+    def needs_model(self) -> bool:
+        """Whether the task-run's next step is a call to the model (a failing starting kernel
+        without fix_start, or a verified one that nothing can time, needs none)."""
+        memory = TaskMemory.of(self.ctx.store.attempts(self.task.name, self.run))
+        return (self._llm_attempts(memory) < self.ctx.settings.iterations
+                and plan_next(memory, self.ctx.settings, timed=not self.ctx.untimed) is not None)
 
     def _tune(self, memory: TaskMemory, seconds_left: float | None) -> TaskMemory:
         """The tuning pass (no LLM) on the best verified kernel; its variant, when one beats it,

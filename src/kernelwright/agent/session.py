@@ -92,6 +92,7 @@ class AgentSession:
         self.start_codes = start_codes or {}
         self.concurrency = max(1, concurrency)
         self.errors: list[str] = []
+        self._briefs: dict[str, Any] = {}
         self._stop = threading.Event()
         ctx.stopping = self._stop.is_set
 
@@ -103,13 +104,32 @@ class AgentSession:
         ended = self.store.ended()
         return [(t, r) for t in self.tasks for r in range(self.ctx.settings.runs) if (t.name, r) not in ended]
 
-    def run(self) -> list[TaskResult]:
-        todo = self.pending()
-        briefs = {t.name: brief_for(t) for t in self.tasks}
+    def judge_given(self) -> None:
+        """optimize: the user's kernel judged in every pending task-run that has not judged it,
+        before anything is asked of the model (so a failing one costs no request, not even the
+        ping), on the judge pool the run goes on with."""
+        todo = [(t, r) for t, r in self.pending() if t.name in self.start_codes]
+        self._each(todo, lambda run: run.judge_given())
 
-        def one(task: Task, run: int) -> None:
+    def needs_model(self) -> bool:
+        """Whether any pending task-run will call the model next (the caller pings it then)."""
+        return any(self._task_run(t, r).needs_model() for t, r in self.pending())
+
+    def run(self) -> list[TaskResult]:
+        self._each(self.pending(), lambda run: run.execute())
+        return write_outputs(self.store, [t.name for t in self.tasks], self.ctx.settings.runs)
+
+    def _task_run(self, task: Task, run: int) -> TaskRun:
+        if task.name not in self._briefs:
+            self._briefs[task.name] = brief_for(task)
+        return TaskRun(task, self._briefs[task.name], run, self.ctx, self.start_codes.get(task.name))
+
+    def _each(self, todo: list[tuple[Task, int]], work: Callable[[TaskRun], Any]) -> None:
+        """`work` on each task-run of `todo`, concurrently; a task-run's bug is reported (errors),
+        never the others' end."""
+        def one(task: Task, run: int, task_run: TaskRun) -> None:
             try:
-                TaskRun(task, briefs[task.name], run, self.ctx, self.start_codes.get(task.name)).execute()
+                work(task_run)
             except Exception as exc:  # noqa: BLE001 - one task-run's bug must not stop the others
                 if self._stop.is_set():
                     return
@@ -118,7 +138,7 @@ class AgentSession:
 
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(todo))),
                                   thread_name_prefix="task-run")
-        futures = [pool.submit(one, t, r) for t, r in todo]
+        futures = [pool.submit(one, t, r, self._task_run(t, r)) for t, r in todo]  # briefs: here, once
         try:
             for f in futures:
                 f.result()
@@ -129,4 +149,3 @@ class AgentSession:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-        return write_outputs(self.store, [t.name for t in self.tasks], self.ctx.settings.runs)

@@ -30,7 +30,7 @@ from rich.table import Table
 
 from ..agent.memory import Mode
 from . import app
-from .agent_runs import llm_flags
+from .agent_runs import DeferredPing, ModelDoesNotAnswer, chosen_model, interpreter_timing, llm_flags
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
@@ -171,15 +171,16 @@ def _agent_command(command: str, opts: AgentOptions) -> None:
     from ..agent.prompts import PromptError
     from ..store import StoreError
 
+    ping = None
     try:
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command=command)
             spec = _resumed(store, spec, opts)
         else:
-            store, spec = _new_run(command, opts)
+            store, spec, ping = _new_run(command, opts)
     except (StoreError, PromptError, ValueError) as exc:
         raise _error(str(exc), opts.as_json) from None
-    _execute(store, spec, opts)
+    _execute(store, spec, opts, ping)
 
 
 def _resumed(store, spec, opts: AgentOptions):
@@ -195,43 +196,28 @@ def _resumed(store, spec, opts: AgentOptions):
 
 def _new_run(command: str, opts: AgentOptions):
     """A new run's store and spec, once the task is loaded and the model has answered its ping:
-    a run that cannot start leaves no run directory behind (not even generate's task files)."""
+    a run that cannot start leaves no run directory behind (not even generate's task files).
+    optimize pings later (the DeferredPing returned): after the user's kernel is judged, and only
+    when the model is to be asked something."""
     from ..agent.app import open_run
     from ..agent.prompts import PromptLibrary
     from .agent_runs import preflight_model
 
-    model = _model(opts)  # before anything is written
+    model = chosen_model(opts)  # before anything is written
     task_ref, start_code, out, fresh = _task_and_start(command, opts)
     try:
         if opts.prompts is not None:
             PromptLibrary(opts.prompts)  # fail now on a bad folder, not at the first prompt
-        preflight_model(model, opts)
+        ping = DeferredPing(model, opts, Path(out) if fresh else None) if command == "optimize" else None
+        if ping is None:
+            preflight_model(model, opts)
         spec = opts.run_spec(command, task_refs=(task_ref.ref,), model=model,
                              start_codes={task_ref.name: start_code} if start_code is not None else {})
-        return open_run(out, spec, resume=False)
+        return (*open_run(out, spec, resume=False), ping)
     except BaseException:
         if fresh:
             shutil.rmtree(out, ignore_errors=True)
         raise
-
-
-def _model(opts: AgentOptions) -> str:
-    """The model's id, after checking that it can be reached as configured (key, URL): a run
-    directory is created only for a run that can start."""
-    from ..llm import LLMConfigError, parse_model
-    from ..llm.settings import load_llm_settings
-
-    _, settings = load_llm_settings(opts.config_path, model=opts.model, **llm_flags(opts))
-    if not settings.model:
-        raise ValueError("no model chosen: pass --model provider/model (e.g. openai/gpt-4.1), set "
-                         "KERNELWRIGHT_MODEL, or put model in [llm] of kernelwright.toml")
-    model = parse_model(settings.model)
-    if not settings.offline:
-        try:
-            settings.endpoint(model)
-        except LLMConfigError as exc:
-            raise ValueError(str(exc)) from None
-    return model.id
 
 
 def _task_and_start(command: str, opts: AgentOptions):
@@ -256,20 +242,20 @@ def _task_and_start(command: str, opts: AgentOptions):
                              "--force to time under the interpreter (slow; interpreter times say nothing about "
                              "GPU speed)")
         task = load_task_or_exit(opts.task, opts.suite, opts.path)
-        _interpreter_timing(opts, task)
+        interpreter_timing(opts, [task])
         out = opts.out or _default_out(task.name)
         return task, start_code, out, not Path(out).exists()
     if opts.task is not None:
         if opts.instruction or opts.entry or opts.reference:
             raise ValueError("give either --task, or an INSTRUCTION with --entry and --reference, not both")
         task = load_task_or_exit(opts.task, opts.suite, opts.path)
-        _interpreter_timing(opts, task)
+        interpreter_timing(opts, [task])
         out = opts.out or _default_out(task.name)
         return task, None, out, not Path(out).exists()
     if not (opts.instruction and opts.entry and opts.reference):
         raise ValueError('generate needs --task NAME, or "INSTRUCTION" --entry "name(args)" --reference ref.py '
                          "[--tests tests.py]")
-    _interpreter_timing(opts, None)  # before the task files are written: a refused run leaves nothing
+    interpreter_timing(opts, None)  # before the task files are written: a refused run leaves nothing
     from ..tasks import TaskFileError, load_task_file
 
     name = opts.name or opts.entry.split("(")[0].strip()
@@ -284,40 +270,15 @@ def _task_and_start(command: str, opts: AgentOptions):
         raise ValueError(str(exc)) from None
 
 
-def _interpreter_timing(opts: AgentOptions, task) -> None:
-    """--perf under the CPU interpreter, as `eval` has it: refused without --force, with what it
-    would cost (`task` None: per perf case, the task is not built yet); with --force that cost is
-    said up front."""
-    from ..judge import DeviceUnavailable, JudgeOptions, detect_backend
-    from .judge_cmds import interpreter_perf_cost
-
-    if not opts.perf:
-        return
+def _execute(store, spec, opts: AgentOptions, ping: DeferredPing | None = None) -> None:
     try:
-        if detect_backend(opts.device)[0] != "cpu":
-            return
-    except DeviceUnavailable:
-        return  # the judge pool says so, with the usual message
-    blocks = JudgeOptions().perf_blocks
-    per_case = 2 * (2 * blocks + 2)  # each side: the perf-size check, a warm-up, two calls per block
-    kernels = opts.runs * (opts.iterations + (opts.kernel is not None))
-    if task is None:
-        cost = f"each perf case of the task takes at least {per_case} calls at perf sizes, per timed kernel"
-    else:
-        calls, low, high = interpreter_perf_cost(task, blocks)
-        cost = (f"task {task.name} has {len(task.perf_cases)} perf case(s): at least {calls} calls at perf sizes "
-                f"per timed kernel, about {low:.0f}-{high:.0f} min each, for up to {kernels} kernels "
-                f"(about {kernels * low:.0f}-{kernels * high:.0f} min)")
-    if not opts.force:
-        raise ValueError(f"--perf under Triton's CPU interpreter refused: {cost}. Timing the interpreter says "
-                         "nothing about the kernel's speed on a GPU; run it on a GPU machine, or add --force to "
-                         "time it here anyway")
-    Console(stderr=True).print(f"[yellow]--force:[/] timing under the CPU interpreter: {escape(cost)}",
-                               highlight=False, soft_wrap=True)
-
-
-def _execute(store, spec, opts: AgentOptions) -> None:
-    run = run_agent(store, spec, opts, concurrency=opts.concurrency, in_flight=opts.concurrency)
+        run = run_agent(store, spec, opts, concurrency=opts.concurrency, in_flight=opts.concurrency,
+                        before_calls=ping)
+    except ModelDoesNotAnswer as exc:  # optimize's ping, once its kernel was judged
+        store.close()
+        if ping is not None:
+            ping.discard()
+        raise _error(str(exc), opts.as_json) from None
     code = _report(store, spec, run, opts.as_json)
     store.close()
     raise typer.Exit(code)
@@ -331,9 +292,10 @@ class AgentRun(NamedTuple):
 
 
 def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None,
-              in_flight: int | None = None) -> AgentRun:
+              in_flight: int | None = None, before_calls=None) -> AgentRun:
     """Run the spec's session with a judge pool and live progress. Exits 2 on a bad model or
-    device, 130 on Ctrl-C (after writing what is verified so far)."""
+    device, 130 on Ctrl-C (after writing what is verified so far). `before_calls` (optimize's
+    ping) runs once the starting kernels are judged, if the model is to be asked anything."""
     from ..agent.app import make_llm, run_session
     from ..agent.meter import JudgeMeter
     from ..judge import DeviceUnavailable
@@ -375,7 +337,8 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None,
             pool.start()
             results, errors = run_session(spec, store, llm, meter, device_info=pool.device_info, backend=pool.backend,
                                           config_path=opts.config_path, on_event=progress.event,
-                                          concurrency=concurrency, session_hook=sessions.append)
+                                          concurrency=concurrency, session_hook=sessions.append,
+                                          before_calls=before_calls)
     except KeyboardInterrupt:
         _interrupted(store, spec)
     return AgentRun(results, errors, meter.report(), sessions[0].ctx.outage.reason if sessions else None)

@@ -1,10 +1,15 @@
-"""Starting and resuming an agent run (generate, optimize, bench): the model's preflight, and
-what a `--resume` may change.
+"""Starting and resuming an agent run (generate, optimize, bench): `--perf` under the CPU
+interpreter, the model's preflight, and what a `--resume` may change.
+
+`--perf` under Triton's CPU interpreter is refused unless `--force`, with what it would cost, as
+`eval` and `judge-suite` refuse it.
 
 A run starts only once the model has answered a one-word ping (unless `--offline`: a replay
 needs no server), so a dead, failing or misconfigured endpoint is an exit status 2 in seconds,
 before a run directory or an attempt exists, not a run whose every iteration waits out the
-retries. A resumed run pings too when it has work left to do.
+retries. `optimize` judges the user's kernel first, on the judge pool the run goes on with, and
+pings only when the model will be asked something: a failing kernel without `--fix-start` is its
+verdict and exit status 2 with no request at all. A resumed run pings when it has work left.
 
 A resumed run keeps what it was started with: a flag that would change what the run is (the
 model, the task, the ablation switches, the temperature, the seeds, the judge's settings) is
@@ -17,7 +22,9 @@ reached are reopened. The flags of the machine (`--base-url`, `--no-cache`, `--o
 from __future__ import annotations
 
 from collections import Counter
+import shutil
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -43,10 +50,79 @@ def llm_flags(opts: AgentOptions, spec: Any = None) -> dict[str, Any]:
             "offline": opts.offline, "concurrency": opts.llm_concurrency}
 
 
+# -- --perf under the interpreter -------------------------------------------------------------
+def interpreter_timing(opts: AgentOptions, tasks: list | None, kernels: int | None = None) -> None:
+    """--perf under the CPU interpreter, as `eval` has it: refused (ValueError) without --force,
+    with what it would cost (`tasks` None: per perf case, the task is not built yet); with
+    --force that cost is said up front. `kernels`: timed kernels per task at most (default:
+    --runs x --iterations, and optimize's own kernel)."""
+    from ..judge import DeviceUnavailable, JudgeOptions, detect_backend
+
+    if not opts.perf:
+        return
+    try:
+        if detect_backend(opts.device)[0] != "cpu":
+            return
+    except DeviceUnavailable:
+        return  # the judge pool says so, with the usual message
+    blocks = JudgeOptions().perf_blocks
+    kernels = kernels or opts.runs * (opts.iterations + (opts.kernel is not None))
+    cost = _interpreter_cost(tasks, blocks, kernels, opts.max_perf_cases)
+    if not opts.force:
+        raise ValueError(f"--perf under Triton's CPU interpreter refused: {cost}. Timing the interpreter says "
+                         "nothing about the kernel's speed on a GPU; run it on a GPU machine, or add --force to "
+                         "time it here anyway")
+    Console(stderr=True).print(f"[yellow]--force:[/] timing under the CPU interpreter: {escape(cost)}",
+                               highlight=False, soft_wrap=True)
+
+
+def _interpreter_cost(tasks: list | None, blocks: int, kernels: int, max_cases: int | None = None) -> str:
+    """What timing `kernels` kernels of each task costs under the interpreter, in words
+    (`max_cases`: --max-perf-cases)."""
+    from .judge_cmds import interpreter_perf_cost, perf_cases_timed
+
+    if tasks is None:
+        per_case = 2 * (2 * blocks + 2)  # each side: the perf-size check, a warm-up, two calls per block
+        return f"each perf case of the task takes at least {per_case} calls at perf sizes, per timed kernel"
+    costs = [interpreter_perf_cost(t, blocks, max_cases) for t in tasks]
+    calls, low, high = (sum(c[i] for c in costs) for i in range(3))
+    cases = sum(perf_cases_timed(t, max_cases) for t in tasks)
+    if len(tasks) == 1:
+        what = f"task {tasks[0].name} has {cases} perf case(s): at least {calls} calls at perf sizes per timed kernel"
+    else:
+        what = (f"the {len(tasks)} tasks have {cases} perf cases: at least {calls} calls at perf sizes to time one "
+                f"kernel of each")
+    return (f"{what}, about {low:.0f}-{high:.0f} min each, for up to {kernels} kernels"
+            f"{' per task' if len(tasks) > 1 else ''} (about {kernels * low:.0f}-{kernels * high:.0f} min)")
+
+
+def chosen_model(opts: AgentOptions) -> str:
+    """The model's id, after checking that it can be reached as configured (key, URL): a run
+    directory is created only for a run that can start."""
+    from ..llm import LLMConfigError, parse_model
+    from ..llm.settings import load_llm_settings
+
+    _, settings = load_llm_settings(opts.config_path, model=opts.model, **llm_flags(opts))
+    if not settings.model:
+        raise ValueError("no model chosen: pass --model provider/model (e.g. openai/gpt-4.1), set "
+                         "KERNELWRIGHT_MODEL, or put model in [llm] of kernelwright.toml")
+    model = parse_model(settings.model)
+    if not settings.offline:
+        try:
+            settings.endpoint(model)
+        except LLMConfigError as exc:
+            raise ValueError(str(exc)) from None
+    return model.id
+
+
 # -- the model's preflight ---------------------------------------------------------------------
+class ModelDoesNotAnswer(ValueError):
+    """The preflight's ping failed: the run does not start (exit status 2)."""
+
+
 def preflight_model(model: str, opts: AgentOptions, spec: Any = None) -> None:
-    """Ping the model as the run will call it (ValueError, for an exit status 2, when it does not
-    answer); offline, nothing: the run answers from the cache only."""
+    """Ping the model as the run will call it (ModelDoesNotAnswer, for an exit status 2, when it
+    does not answer); offline, nothing: the run answers from the cache only."""
     from ..llm.preflight import check_model
     from ..llm.settings import load_llm_settings
 
@@ -57,9 +133,27 @@ def preflight_model(model: str, opts: AgentOptions, spec: Any = None) -> None:
     if not result.ok:
         again = (f"kernelwright {spec.command} --resume {spec_dir(opts)}" if spec is not None
                  else "the same command")
-        raise ValueError(f"the model does not answer, so the run does not start: {result.detail}. "
-                         f"Check it with `kernelwright doctor --model {model}`, then run {again}"
-                         + (" (or add --offline to replay only what the run's cache holds)" if spec else ""))
+        raise ModelDoesNotAnswer(f"the model does not answer, so the run does not start: {result.detail}. "
+                                 f"Check it with `kernelwright doctor --model {model}`, then run {again}"
+                                 + (" (or add --offline to replay only what the run's cache holds)" if spec else ""))
+
+
+@dataclass(frozen=True)
+class DeferredPing:
+    """optimize's preflight, run by the session once the user's kernel is judged and only when the
+    model will be asked something; `out`: the new run directory, removed when the ping fails
+    (a run that cannot start leaves nothing behind)."""
+
+    model: str
+    opts: AgentOptions
+    out: Path | None
+
+    def __call__(self) -> None:
+        preflight_model(self.model, self.opts)
+
+    def discard(self) -> None:
+        if self.out is not None:
+            shutil.rmtree(self.out, ignore_errors=True)
 
 
 def spec_dir(opts: AgentOptions) -> str:

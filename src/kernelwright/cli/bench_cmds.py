@@ -40,13 +40,13 @@ from .agent_cmds import (
     TimeOpt,
     TokensOpt,
     EXIT_MODEL_UNAVAILABLE,
+    ForceOpt,
     _error,
-    _model,
     _resumed,
     outage_message,
     run_agent,
 )
-from .agent_runs import preflight_model
+from .agent_runs import chosen_model, interpreter_timing, preflight_model
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
@@ -91,7 +91,7 @@ def bench_command(
     device: DeviceOpt = AGENT.device, judge_seeds: JudgeSeedsOpt = AGENT.judge_seeds,
     judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed,
     perf: Annotated[Optional[bool], typer.Option("--perf/--no-perf", help="time candidates (default: on GPUs)")] = AGENT.perf,
-    max_perf_cases: PerfCasesOpt = AGENT.max_perf_cases,
+    max_perf_cases: PerfCasesOpt = AGENT.max_perf_cases, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/bench-<suite>-<time>)")] = AGENT.out,
@@ -101,6 +101,9 @@ def bench_command(
     overlapping on every GPU. Writes a run directory with metrics per iteration and per run
     count (metrics.json); --resume continues a killed run. docs/experiments.md gives the
     command for each table and figure of the GEAK paper.
+
+    --perf under Triton's CPU interpreter is refused (exit 2, with what it would cost) unless
+    --force.
 
     Exit status: 0 finished, 2 usage error (or the model does not answer: nothing started), 4
     the model stopped answering mid-run, 130 interrupted (--resume RUN_DIR continues both).
@@ -117,12 +120,14 @@ def bench_command(
             store, spec = open_run(opts.resume, None, resume=True, command="bench")
             spec = _resumed(store, spec, opts)
         else:
-            model_id = _model(opts)
+            model_id = chosen_model(opts)
             backend, _ = detect_backend(opts.device)
             all_tasks = load_tasks(opts.suite, opts.path, opts.tasks)
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
             spec = opts.run_spec("bench", task_refs=tuple(t.ref for t in all_tasks if t.name not in unsupported),
                                         model=model_id, unsupported=unsupported)
+            interpreter_timing(opts, [t for t in all_tasks if t.name not in unsupported],
+                               kernels=spec.settings.runs * spec.settings.iterations)  # as eval: --force
             preflight_model(model_id, opts)  # before the run directory: a dead model leaves nothing
             out_dir = opts.out or Path("kernelwright-runs") / f"bench-{opts.suite}-{time.strftime('%Y%m%d-%H%M%S')}"
             store, spec = open_run(out_dir, spec, resume=False)

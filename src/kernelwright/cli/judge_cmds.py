@@ -285,11 +285,16 @@ def eval_command(
 INTERPRETED_CALL_S = (1.0, 30.0)  # an interpreted kernel at perf sizes: softmax 8192x8192 took 25 s
 
 
-def interpreter_perf_cost(task, blocks: int) -> tuple[int, float, float]:
-    """The least work `--perf` costs under the interpreter: (calls, minutes low, minutes high)."""
-    calls = len(task.perf_cases) * 2 * (2 * blocks + 2)
+def interpreter_perf_cost(task, blocks: int, max_cases: int | None = None) -> tuple[int, float, float]:
+    """The least work `--perf` costs under the interpreter: (calls, minutes low, minutes high);
+    `max_cases`: --max-perf-cases, the shapes timed at most."""
+    calls = perf_cases_timed(task, max_cases) * 2 * (2 * blocks + 2)
     low, high = (calls * s / 60 for s in INTERPRETED_CALL_S)
     return calls, low, high
+
+
+def perf_cases_timed(task, max_cases: int | None = None) -> int:
+    return len(task.perf_cases) if max_cases is None else min(max_cases, len(task.perf_cases))
 
 
 def interpreter_perf_estimate(task, blocks: int) -> str:

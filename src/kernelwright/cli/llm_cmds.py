@@ -114,10 +114,13 @@ def doctor_command(
                          "interpreter) | cpu (Triton's interpreter) | cuda | hip")] = "auto",
     no_gpu: Annotated[bool, typer.Option(
         "--no-gpu", help="skip the device and Triton checks (only check the model)")] = False,
+    suite: Annotated[Optional[str], typer.Option(
+        "--suite", "-s", help="also check the optional modules this suite's tasks need (rocm: scipy)")] = None,
 ) -> None:
     """Check where kernels are judged (a GPU, or Triton's CPU interpreter), Triton, and (with
-    --model, or a configured model) that the model is set up and answers. Every problem is
-    reported at once, each with its fix.
+    --model, or a configured model) that the model is set up and answers; with --suite, the
+    optional modules that suite's tasks need (without it, a missing one is noted). Every problem
+    is reported at once, each with its fix.
 
     Exit status: 0 every check passed, 1 a check failed, 2 usage error.
     """
@@ -126,6 +129,7 @@ def doctor_command(
     console = _console()
     if device not in DEVICES:
         _fail(f"--device must be one of {', '.join(DEVICES)}, got {device!r}", code=2)
+    _check_suite_name(suite)
     try:
         _, settings = load_llm_settings(config_path, model=model, base_url=base_url, timeout_s=timeout)
     except ConfigError as exc:
@@ -139,11 +143,34 @@ def doctor_command(
         mark = "[green]ok[/green]  " if result.ok else "[red]FAIL[/red]"
         console.print(f"{mark} {escape(result.name)}: {escape(result.detail)}", highlight=False, soft_wrap=True)
 
-    results = run_checks(chosen, settings, gpu=not no_gpu, device=device, on_result=show)
+    results = run_checks(chosen, settings, gpu=not no_gpu, device=device, on_result=show, suite=suite)
+    if suite is None and not no_gpu:
+        _note_missing_extras(console)
     failed = [r for r in results if not r.ok]
     if failed:
         _fail(f"{len(failed)} of {len(results)} checks failed: {', '.join(r.name for r in failed)}", code=1)
     console.print(f"[green]all {len(results)} checks passed[/green]")
+
+
+def _check_suite_name(suite: str | None) -> None:
+    if suite is None:
+        return
+    from ..suites.runner import SUITES
+
+    if suite not in SUITES:
+        _fail(f"--suite must be one of {', '.join(SUITES)}, got {suite!r}", code=2)
+
+
+def _note_missing_extras(console: Console) -> None:
+    """Without --suite: the optional modules that are not installed, each with the suites whose
+    tasks need it (a note, not a failed check: only those suites need it)."""
+    from ..suites.extras import EXTRA_MODULES, suite_extras
+
+    for name, module, why, installed in suite_extras():
+        if not installed:
+            console.print(f"[dim]note: {escape(module)} is not installed, and {escape(why)}: "
+                          f"{escape(EXTRA_MODULES[module])}; `kernelwright doctor --suite {name}` checks it[/dim]",
+                          highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, *, code: int) -> None:

@@ -99,6 +99,29 @@ def check_sandbox() -> CheckResult:
     return CheckResult("sandbox", True, detail)
 
 
+def check_suite(suite: str) -> list[CheckResult]:
+    """The Python modules `suite`'s tasks need beyond kernelwright's dependencies (the optional
+    extras: the ROCm suite's scipy), each installed or not, with what installs it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..suites.extras import EXTRA_MODULES, suite_extras
+
+    extras = suite_extras(suite)
+    if not extras:
+        return [CheckResult(f"suite {suite}", True, "needs no optional module")]
+    results = []
+    for _, module, why, installed in extras:
+        if not installed:
+            results.append(CheckResult(module, False, f"not installed, and {why}: {EXTRA_MODULES[module]}"))
+            continue
+        try:
+            found = f"{module} {version(module)}"
+        except PackageNotFoundError:
+            found = module
+        results.append(CheckResult(module, True, f"{found}: {why}"))
+    return results
+
+
 def model_setup_problems(model: str, settings: LLMSettings) -> list[CheckResult]:
     """Everything that stops `model` before a request is sent, all at once, each with its fix:
     an unknown model name, a missing key or URL, a missing SDK package."""
@@ -145,10 +168,12 @@ def check_model(model: str, settings: LLMSettings) -> CheckResult:
 
 
 def run_checks(model: str | None, settings: LLMSettings, *, gpu: bool = True, device: str = "auto",
-               on_result: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
+               on_result: Callable[[CheckResult], None] | None = None,
+               suite: str | None = None) -> list[CheckResult]:
     """Every check, each reported (`on_result`) as it finishes: a failure never hides the
     next one. The model is pinged only when nothing stops it before a request (key, URL,
-    package); otherwise each of those problems is its own failed result."""
+    package); otherwise each of those problems is its own failed result. `suite`: also the
+    optional modules that suite's tasks need."""
     results: list[CheckResult] = []
 
     def record(result: CheckResult) -> None:
@@ -160,6 +185,9 @@ def run_checks(model: str | None, settings: LLMSettings, *, gpu: bool = True, de
         record(check_device(device))
         record(check_triton())
         record(check_sandbox())
+    if suite:
+        for result in check_suite(suite):
+            record(result)
     if model:
         problems = model_setup_problems(model, settings)
         for problem in problems:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from ..tasks.model import Case, EntryPoint, Task
 from . import geak_compat
+from .extras import EXTRA_MODULES
 from .adapter import (SuiteError, cache_file, defined_names, exec_module, exec_source, flatten_results,
                       in_forked_process, json_cached, required_names, seed_everything, without_definitions)
 from .static_values import Param, StaticValues
@@ -133,9 +134,8 @@ def _unplain(value: Any) -> Any:
     return value
 
 
-# Modules GEAK's ROCm files import that kernelwright does not depend on, and what installs them;
-# geak_eval's helpers are kernelwright's own stand-ins (geak_compat).
-EXTRA_MODULES = {"scipy": "pip install -e '.[rocm]' (or pip install scipy)"}
+# Modules GEAK's ROCm files import that kernelwright does not depend on: EXTRA_MODULES (extras.py)
+# says what installs them; geak_eval's helpers are kernelwright's own stand-ins (geak_compat).
 PROVIDED_MODULES = frozenset({"geak_eval"})
 
 
