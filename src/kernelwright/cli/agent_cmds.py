@@ -204,7 +204,7 @@ def _new_run(command: str, opts: AgentOptions):
         if opts.prompts is not None:
             PromptLibrary(opts.prompts)  # fail now on a bad folder, not at the first prompt
         preflight_model(model, opts)
-        spec = opts.run_spec(command, task_refs=(task_ref.ref,), model=model,
+        spec = opts.run_spec(command, task_refs=(task_ref.ref,), model=model, task_names=(task_ref.name,),
                              start_codes={task_ref.name: start_code} if start_code is not None else {})
         return open_run(out, spec, resume=False)
     except BaseException:
