@@ -1,7 +1,8 @@
 """`kernelwright bench` on every adapter suite (and the built-in one) with the scripted model, on
 miniature checkouts the tests write themselves: metrics.json must count what results.jsonl says
 passed. Issue 34: KernelBench's refs carry the problem's path (level1/19_ReLU.py) while its tasks
-are named L1_19_ReLU; metrics keyed on the ref's text counted every task as missing."""
+are named L1_19_ReLU; metrics keyed on the ref's text counted every task as missing. And a
+problem too large for this machine ends the task-run with no further model call, exit 3."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kernelwright.cli.bench_cmds import task_names_of
 from kernelwright.llm.testing import ScriptedServer
 from kernelwright.suites.geak_source import ROCM_DIR
 
-from .agent_support import PING_ANSWER
+from .agent_support import PING_ANSWER, ROOT, model_requests
 from .test_bench import REFS, ans, bench_flags, kernelwright  # noqa: F401 - kernelwright is a fixture
 from .. import test_geak_fake_checkout as geak_fake
 from .. import test_kernelbench_adapter as kb_fake
@@ -115,3 +116,49 @@ def test_runs_from_before_task_names_count_kernelbench_tasks_by_their_names():
                              "/tasks/tiny_add.py"), "m", AgentSettings())
     assert task_names_of(spec) == ("L1_19_ReLU", "add_value", "tiny_add")
     assert task_names_of(RunSpec.from_dict(dict(spec.to_dict(), task_names=["a", "b", "c"]))) == ("a", "b", "c")
+
+
+# KernelBench's ReLU at 2**18 x 2**20 float32: 1 TiB of inputs, estimated, never built
+HUGE_RELU = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(1 << 18, 1 << 20)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.slow
+def test_a_problem_too_large_for_this_machine_costs_no_further_call_and_exits_3(tmp_path, kernelwright_here):
+    level = tmp_path / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    (level / "19_ReLU.py").write_text(HUGE_RELU)
+    candidate = (ROOT / "benchmarks" / "kernelbench_candidates" / "level1_19.py").read_text()
+    # a reflector or fixer call would get this same answer: the count below tells them apart
+    script = {"sequence": [PING_ANSWER], "default": ans(candidate)}
+    with ScriptedServer(script) as server:
+        flags = bench_flags(server, tmp_path / "run", "--iterations", "3")
+        flags[flags.index("bench")] = "generate"
+        flags[flags.index("--suite") + 1] = "kernelbench"
+        flags.remove("--json")
+        proc = kernelwright_here(*flags, "--path", str(tmp_path), "--task", "L1_19_ReLU")
+        calls = len(model_requests(server))
+    assert proc.returncode == 3, proc.stderr
+    # the console shows the whole reason, what the machine lacks included
+    out = " ".join(proc.stdout.split())
+    assert "problem_too_large" in out and "of host memory" in out and "available)" in out, out
+    assert calls == 1  # the first answer only: no reflector, no fix
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    (result,) = results
+    assert result["best_unverified"]["kind"] == "problem_too_large"
+    assert result["ended"] == {"0": "the judge could not decide (problem_too_large): no further model call"}

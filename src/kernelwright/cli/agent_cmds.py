@@ -8,7 +8,8 @@
 Both write a run directory (see docs/agent.md) and print a summary. Exit status: 0 a verified
 kernel was found (optimize: one faster than yours), 1 none was found, 2 usage error (a flag a
 resume cannot take, or a model that does not answer before the run starts: nothing is stored),
-3 the judge could not decide (the task's own reference failed), 4 the model stopped answering
+3 the judge could not decide (the task's own reference failed, or the problem is too large for
+this machine: the run asks the model nothing more), 4 the model stopped answering
 mid-run (no iteration was spent on it: --resume RUN_DIR finishes the run once it answers), 130
 interrupted (resume with --resume RUN_DIR).
 """
@@ -121,8 +122,9 @@ def generate_command(
     an existing task (--task). Writes the best verified kernel and a run directory.
 
     Exit status: 0 a verified kernel was found, 1 none, 2 usage error (or the model does not
-    answer: nothing started), 3 the judge could not decide, 4 the model stopped answering
-    mid-run, 130 interrupted (both: continue with --resume RUN_DIR).
+    answer: nothing started), 3 the judge could not decide (a broken reference, a problem too
+    large for this machine: no further model call), 4 the model stopped answering mid-run, 130
+    interrupted (both: continue with --resume RUN_DIR).
     """
     _agent_command("generate", AgentOptions.from_context(ctx))
 
@@ -441,7 +443,7 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
         code = EXIT_FOUND if any(x.improved or (x.best and x.task in fixed) for x in results) else EXIT_NONE
     else:
         code = EXIT_FOUND if found else EXIT_NONE
-    if all(x.best is None and x.best_unverified and x.best_unverified["kind"] == "judge_error" for x in results):
+    if not found and _judge_undecided(store):
         code = EXIT_JUDGE_ERROR
     failed_start = _start_failure(store, spec)
     if failed_start is not None:
@@ -467,6 +469,27 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
     console.print(f"run directory: {escape(str(store.run_dir))}  (results.jsonl, summary.json, best/, run.sqlite)")
     return code
+
+
+def _judge_undecided(store) -> bool:
+    """Whether every task-run ended on a verdict the judge could not decide (judge_error,
+    problem_too_large): such a run asks the model nothing more (agent/loop.py), and its exit
+    status is 3, not 1, since no kernel was shown wrong."""
+    from ..agent.loop import undecided
+
+    last: dict[tuple[str, int], Any] = {}
+    for a in store.attempts():
+        if (a.task, a.run) not in last or a.index > last[a.task, a.run].index:
+            last[a.task, a.run] = a
+    return bool(last) and all(undecided(a) for a in last.values())
+
+
+def clip(text: str, limit: int = 200) -> str:
+    """`text` cut at a word before `limit` characters, with an ellipsis: a cut reason must not
+    read as a whole one ("need about 66.00 GiB of")."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _start_failure(store, spec) -> tuple[str, int] | None:
@@ -495,8 +518,10 @@ def _print_result(console: Console, store, spec, x) -> None:
     head = f"[bold]{escape(x.task)}[/]: "
     if best is None:
         near = x.best_unverified
-        console.print(head + "[red]no verified kernel[/]" + (f" (closest: {escape(near['kind'])} - {escape(near['reason'][:200])})"
-                                                            if near else ""), highlight=False)
+        # a verdict the judge could not decide is shown whole: it says what the machine lacks
+        why = (near["reason"] if near.get("stage") == "judge_error" else clip(near["reason"])) if near else ""
+        console.print(head + "[red]no verified kernel[/]" + (f" (closest: {escape(near['kind'])} - {escape(why)})"
+                                                            if near else ""), highlight=False, soft_wrap=True)
     else:
         sp = best.get("speedup")
         ci = best.get("speedup_ci95")

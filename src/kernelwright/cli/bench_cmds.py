@@ -43,6 +43,7 @@ from .agent_cmds import (
     _error,
     _model,
     _resumed,
+    clip,
     outage_message,
     run_agent,
 )
@@ -244,7 +245,8 @@ def failures(store, report: dict[str, Any]) -> list[tuple[str, str]]:
     for name, attempts in sorted(by_task.items()):
         if not any(a.passed for a in attempts):
             near = max(attempts, key=outcome_rank)
-            out.append((name, f"{near.kind} (attempt {near.index} of run {near.run}): {near.reason[:200]}"))
+            why = near.reason if near.stage == "judge_error" else clip(near.reason)
+            out.append((name, f"{near.kind} (attempt {near.index} of run {near.run}): {why}"))
     return out
 
 
