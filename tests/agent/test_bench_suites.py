@@ -162,3 +162,7 @@ def test_a_problem_too_large_for_this_machine_costs_no_further_call_and_exits_3(
     (result,) = results
     assert result["best_unverified"]["kind"] == "problem_too_large"
     assert result["ended"] == {"0": "the judge could not decide (problem_too_large): no further model call"}
+    # the metrics say the judge could not decide, not that the kernel failed
+    report = kernelwright_here("bench-report", str(tmp_path / "run"), "--json")
+    note = json.loads(report.stdout)["per_runs"][-1]["metrics"]["execution accuracy"]["note"]
+    assert note == "1 tasks; 1 judge errors counted as failures", note

@@ -29,7 +29,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..judge.common.verdict import JUDGE_ERROR, judge_error_verdict
+from ..judge.common.verdict import judge_error_verdict
 from ..store import RunStore
 from ..tasks import Task
 from . import generator, optimizer, reflector
@@ -38,7 +38,7 @@ from .brief import TaskBrief
 from .budget import Budget
 from .calls import CallParams, ModelUnavailable, Outage, Reply
 from .judging import JudgeTurns, RecordedJudge, submit_recorded
-from .memory import LLM_ERROR, NO_CODE, Attempt, Mode, TaskMemory
+from .memory import LLM_ERROR, NO_CODE, Attempt, Mode, TaskMemory, undecided
 from .prompts import PromptLibrary
 from .protocols import LLM, Judge
 
@@ -133,12 +133,6 @@ def plan_next(memory: TaskMemory, settings: AgentSettings, timed: bool = True) -
         return Plan(last.mode if last.mode in (Mode.GENERATE, Mode.FRESH, Mode.OPTIMIZE) else Mode.FRESH, last.line,
                     last.parent if last.mode == Mode.OPTIMIZE else None)
     return Plan(Mode.FIX, last.line, with_code[-1].index)
-
-
-def undecided(attempt: Attempt) -> bool:
-    """Whether the judge could not decide this attempt (its kind says why: judge_error, or
-    problem_too_large when the problem's inputs do not fit this machine)."""
-    return attempt.stage == JUDGE_ERROR
 
 
 class TaskRun:

@@ -121,6 +121,12 @@ def _interval(ci: Sequence[float] | None) -> tuple[float, float] | None:
     return cast("tuple[float, float]", tuple(ci)) if ci else None
 
 
+def undecided(attempt: Attempt) -> bool:
+    """Whether the judge could not decide this attempt (stage judge_error; its kind says why:
+    judge_error, or problem_too_large when the problem's inputs do not fit this machine)."""
+    return attempt.stage == "judge_error"
+
+
 def verdict_kind(verdict: Verdict) -> str:
     """The judge's machine-readable failure kind (set by the trusted side), as the attempt keeps it."""
     return verdict.kind.value

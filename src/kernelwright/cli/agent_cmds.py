@@ -475,7 +475,7 @@ def _judge_undecided(store) -> bool:
     """Whether every task-run ended on a verdict the judge could not decide (judge_error,
     problem_too_large): such a run asks the model nothing more (agent/loop.py), and its exit
     status is 3, not 1, since no kernel was shown wrong."""
-    from ..agent.loop import undecided
+    from ..agent.memory import undecided
 
     last: dict[tuple[str, int], Any] = {}
     for a in store.attempts():
