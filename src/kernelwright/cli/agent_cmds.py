@@ -46,6 +46,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
+from .usage import clip
 
 EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_MODEL_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -433,6 +434,8 @@ def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | No
 
 
 def _report(store, spec, run: AgentRun, as_json: bool) -> int:
+    from ..agent.results import judge_undecided
+
     results, errors = run.results, run.errors
     if not results:
         return EXIT_NONE
@@ -443,7 +446,7 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
         code = EXIT_FOUND if any(x.improved or (x.best and x.task in fixed) for x in results) else EXIT_NONE
     else:
         code = EXIT_FOUND if found else EXIT_NONE
-    if not found and _judge_undecided(store):
+    if not found and judge_undecided(store):
         code = EXIT_JUDGE_ERROR
     failed_start = _start_failure(store, spec)
     if failed_start is not None:
@@ -469,27 +472,6 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
     console.print(f"run directory: {escape(str(store.run_dir))}  (results.jsonl, summary.json, best/, run.sqlite)")
     return code
-
-
-def _judge_undecided(store) -> bool:
-    """Whether every task-run ended on a verdict the judge could not decide (judge_error,
-    problem_too_large): such a run asks the model nothing more (agent/loop.py), and its exit
-    status is 3, not 1, since no kernel was shown wrong."""
-    from ..agent.memory import undecided
-
-    last: dict[tuple[str, int], Any] = {}
-    for a in store.attempts():
-        if (a.task, a.run) not in last or a.index > last[a.task, a.run].index:
-            last[a.task, a.run] = a
-    return bool(last) and all(undecided(a) for a in last.values())
-
-
-def clip(text: str, limit: int = 200) -> str:
-    """`text` cut at a word before `limit` characters, with an ellipsis: a cut reason must not
-    read as a whole one ("need about 66.00 GiB of")."""
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _start_failure(store, spec) -> tuple[str, int] | None:

@@ -43,7 +43,6 @@ from .agent_cmds import (
     _error,
     _model,
     _resumed,
-    clip,
     outage_message,
     run_agent,
 )
@@ -63,6 +62,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
+from .usage import clip
 
 ModeOpt = Annotated[str, typer.Option("--mode", help="geak (the full agent) | direct | one-shot | reflexion (the paper's baselines)")]
 TuneOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="sweep the best kernel's launch parameters, no LLM")]
