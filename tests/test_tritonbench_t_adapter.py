@@ -63,9 +63,8 @@ def shifted_tanh(input, shift=1.0):
 '''
 
 
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory):
-    root = tmp_path_factory.mktemp("TritonBench")
+def write_checkout(root):
+    """The one-operator TritonBench-T layout under `root` (also the bench tests' checkout)."""
     data = root / DATA_DIR
     data.mkdir(parents=True)
     (data / "shifted_tanh.py").write_text(OPERATOR + SEPARATOR + TEST)
@@ -77,6 +76,12 @@ def checkout(tmp_path_factory):
     instruction = ("You are an expert in Triton programming.\nFunctional Description: " + description +
                    "\nWrapper Entry Information: shifted_tanh(input, shift=1.0) -> Tensor\n")
     (root / INSTRUCTION_JSONS[0]).write_text(json.dumps([{"instruction": instruction, "input": "", "output": ""}]))
+    return root
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    root = write_checkout(tmp_path_factory.mktemp("TritonBench"))
     cands = root / "candidates"
     cands.mkdir()
     (cands / "shifted_tanh.py").write_text(CANDIDATE.replace("SHIFT", "shift"))

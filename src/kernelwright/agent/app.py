@@ -48,6 +48,10 @@ class RunSpec:
     timeout_scale: float = 1.0                    # multiplies every judge time limit
     sandbox: str = "auto"                         # how the judge confines candidates (--sandbox)
     profile: str = "basic"                        # the judge's profile of passing candidates (--profile)
+    # the tasks' own names, one per task_refs entry: attempts are stored under these, so the
+    # metrics count by them (a ref's text need not be the name: KernelBench's level1/19_ReLU.py
+    # is the task L1_19_ReLU). Empty in runs from before this field: see task_names_of.
+    task_names: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,6 +61,7 @@ class RunSpec:
         data = dict(data)
         data["task_refs"] = tuple(data["task_refs"])
         data["corpus"] = tuple(data.get("corpus", ()))
+        data["task_names"] = tuple(data.get("task_names", ()))
         data["settings"] = AgentSettings(**data["settings"])
         data["run_limits"] = Limits(**data.get("run_limits", {}))
         data["task_limits"] = Limits(**data.get("task_limits", {}))

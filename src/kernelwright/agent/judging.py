@@ -29,6 +29,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from ..judge.common.verdict import (
+    KILLED_JUDGE,
     MAX_JUDGE_STARTS,
     judge_error_verdict,
     killed_judge_reason,
@@ -88,8 +89,9 @@ def submit_recorded(judge: Judge, store: RunStore, turns: JudgeTurns, task: Task
     started = store.judge_starts(task.name, run, attempt, sha)
     if len(started) >= MAX_JUDGE_STARTS:
         done: Future = Future()
-        done.set_result(judge_error_verdict(task.name, candidate_id, killed_judge_reason(started),
-                                            candidate_id=candidate_id))
+        verdict = judge_error_verdict(task.name, candidate_id, killed_judge_reason(started), candidate_id=candidate_id)
+        verdict.flags.append(KILLED_JUDGE)  # the candidate's doing: the loop goes on to fix it
+        done.set_result(verdict)
         return done
     alone = bool(started)
     turns.take(alone)

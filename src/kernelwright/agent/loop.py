@@ -9,7 +9,10 @@
 
 When candidates are not timed (the CPU interpreter, --no-perf) the optimizer is never asked: a
 run stops at its first verified kernel, since no answer's gain could be measured. A given
-starting kernel (optimize) that fails ends the run before any call unless fix_start is set.
+starting kernel (optimize) that fails ends the run before any call unless fix_start is set. A
+verdict the judge could not decide (stage judge_error: a broken reference, a problem too large for
+this machine, a lost worker) ends the run too: no answer of the model can change it, so neither the
+reflector nor the fixer is asked.
 
 Each iteration is one candidate. The memory is re-read from the store at the start, so a killed
 run resumes where it stopped; every prompt is a pure function of the stored attempts, so the
@@ -35,7 +38,7 @@ from .brief import TaskBrief
 from .budget import Budget
 from .calls import CallParams, ModelUnavailable, Outage, Reply
 from .judging import JudgeTurns, RecordedJudge, submit_recorded
-from .memory import LLM_ERROR, NO_CODE, Attempt, Mode, TaskMemory
+from .memory import LLM_ERROR, NO_CODE, Attempt, Mode, TaskMemory, undecided
 from .prompts import PromptLibrary
 from .protocols import LLM, Judge
 
@@ -110,6 +113,8 @@ def plan_next(memory: TaskMemory, settings: AgentSettings, timed: bool = True) -
     last = memory.last
     if last is None:
         return Plan(Mode.GENERATE, 0, None)
+    if undecided(last):
+        return None  # the machine's or the judge's limit, not the candidate's: nothing to fix
     if last.mode == Mode.GIVEN and not last.passed and not settings.fix_start:
         return None  # the user's kernel is broken: fixing it is paid for only when asked
     best = memory.best()
@@ -209,6 +214,8 @@ class TaskRun:
         """Why plan_next ended the run (stored, and shown in results and the summary)."""
         last = memory.last
         assert last is not None  # plan_next ends a run only after an attempt
+        if undecided(last):
+            return f"the judge could not decide ({last.kind}): no further model call"
         if last.mode == Mode.GIVEN and not last.passed:
             return f"your kernel failed ({last.kind}): nothing was asked of the model (--fix-start has it fixed)"
         if not self.ctx.settings.optimizer:

@@ -126,6 +126,16 @@ def _interval(ci: Sequence[float] | None) -> tuple[float, float] | None:
     return cast("tuple[float, float]", tuple(ci)) if ci else None
 
 
+def undecided(attempt: Attempt) -> bool:
+    """Whether the judge could not decide this attempt for reasons of its own or the machine's
+    (stage judge_error; its kind says why: judge_error, or problem_too_large when the problem's
+    inputs do not fit this machine). Not a candidate whose judging kept killing the judge: that
+    is the candidate's failure, and a fix may cure it."""
+    from ..judge.common.verdict import KILLED_JUDGE
+
+    return attempt.stage == "judge_error" and KILLED_JUDGE not in attempt.flags
+
+
 def verdict_kind(verdict: Verdict) -> str:
     """The judge's machine-readable failure kind (set by the trusted side), as the attempt keeps it."""
     return verdict.kind.value

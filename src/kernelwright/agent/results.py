@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from ..metrics import pass_at_k
 from ..store import RunStore, write_jsonl
-from .memory import Attempt, Mode, TaskMemory, performance_key
+from .memory import Attempt, Mode, TaskMemory, performance_key, undecided
 
 # Ranking of an attempt's outcome, best last: passed > ran but wrong > did not run > no code.
 def outcome_rank(a: Attempt) -> tuple:
@@ -105,3 +105,14 @@ def write_outputs(store: RunStore, tasks: list[str], runs: int) -> list[TaskResu
 def _mean(values: list[float | None]) -> float | None:
     vals = [v for v in values if v is not None and math.isfinite(v)]
     return sum(vals) / len(vals) if vals else None
+
+
+def judge_undecided(store: RunStore) -> bool:
+    """Whether every task-run ended on a verdict the judge could not decide (judge_error,
+    problem_too_large): such a run asks the model nothing more (agent/loop.py), and its exit
+    status is 3, not 1, since no kernel was shown wrong."""
+    last: dict[tuple[str, int], Attempt] = {}
+    for a in store.attempts():
+        if (a.task, a.run) not in last or a.index > last[a.task, a.run].index:
+            last[a.task, a.run] = a
+    return bool(last) and all(undecided(a) for a in last.values())

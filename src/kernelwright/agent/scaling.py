@@ -23,7 +23,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..metrics import TaskOutcome, summarize
-from .memory import Attempt, Mode
+from .memory import Attempt, Mode, undecided
 
 FAST_PS = (0.0, 1.0, 1.5, 2.0)
 BOOTSTRAP_SAMPLES = 2000
@@ -44,6 +44,8 @@ def run_outcome(task: str, attempts: Iterable[Attempt], iterations: int | None, 
         kept.append(a)
     if not kept:
         return TaskOutcome(task, False, False, None, status="missing", reason="no attempt recorded")
+    if all(undecided(a) for a in kept):  # the judge's or the machine's limit: said so in the notes
+        return TaskOutcome(task, False, False, None, status="judge_error", reason=kept[-1].reason)
     speeds = [a.speedup for a in kept if a.passed and a.speedup is not None]
     return TaskOutcome(task, any(a.call for a in kept), any(a.passed for a in kept), max(speeds) if speeds else None)
 

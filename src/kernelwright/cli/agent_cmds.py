@@ -8,7 +8,8 @@
 Both write a run directory (see docs/agent.md) and print a summary. Exit status: 0 a verified
 kernel was found (optimize: one faster than yours), 1 none was found, 2 usage error (a flag a
 resume cannot take, or a model that does not answer before the run starts: nothing is stored),
-3 the judge could not decide (the task's own reference failed), 4 the model stopped answering
+3 the judge could not decide (the task's own reference failed, or the problem is too large for
+this machine: the run asks the model nothing more), 4 the model stopped answering
 mid-run (no iteration was spent on it: --resume RUN_DIR finishes the run once it answers), 130
 interrupted (resume with --resume RUN_DIR).
 """
@@ -47,6 +48,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
+from .usage import clip
 
 EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_MODEL_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -123,8 +125,9 @@ def generate_command(
     an existing task (--task). Writes the best verified kernel and a run directory.
 
     Exit status: 0 a verified kernel was found, 1 none, 2 usage error (or the model does not
-    answer: nothing started), 3 the judge could not decide, 4 the model stopped answering
-    mid-run, 130 interrupted (both: continue with --resume RUN_DIR).
+    answer: nothing started), 3 the judge could not decide (a broken reference, a problem too
+    large for this machine: no further model call), 4 the model stopped answering mid-run, 130
+    interrupted (both: continue with --resume RUN_DIR).
     """
     _agent_command("generate", AgentOptions.from_context(ctx))
 
@@ -211,7 +214,7 @@ def _new_run(command: str, opts: AgentOptions):
         ping = DeferredPing(model, opts, Path(out) if fresh else None) if command == "optimize" else None
         if ping is None:
             preflight_model(model, opts)
-        spec = opts.run_spec(command, task_refs=(task_ref.ref,), model=model,
+        spec = opts.run_spec(command, task_refs=(task_ref.ref,), model=model, task_names=(task_ref.name,),
                              start_codes={task_ref.name: start_code} if start_code is not None else {})
         return (*open_run(out, spec, resume=False), ping)
     except BaseException:
@@ -396,6 +399,8 @@ def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | No
 
 
 def _report(store, spec, run: AgentRun, as_json: bool) -> int:
+    from ..agent.results import judge_undecided
+
     results, errors = run.results, run.errors
     if not results:
         return EXIT_NONE
@@ -406,7 +411,7 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
         code = EXIT_FOUND if any(x.improved or (x.best and x.task in fixed) for x in results) else EXIT_NONE
     else:
         code = EXIT_FOUND if found else EXIT_NONE
-    if all(x.best is None and x.best_unverified and x.best_unverified["kind"] == "judge_error" for x in results):
+    if not found and judge_undecided(store):
         code = EXIT_JUDGE_ERROR
     failed_start = _start_failure(store, spec)
     if failed_start is not None:
@@ -460,8 +465,10 @@ def _print_result(console: Console, store, spec, x) -> None:
     head = f"[bold]{escape(x.task)}[/]: "
     if best is None:
         near = x.best_unverified
-        console.print(head + "[red]no verified kernel[/]" + (f" (closest: {escape(near['kind'])} - {escape(near['reason'][:200])})"
-                                                            if near else ""), highlight=False)
+        # a verdict the judge could not decide is shown whole: it says what the machine lacks
+        why = (near["reason"] if near.get("stage") == "judge_error" else clip(near["reason"])) if near else ""
+        console.print(head + "[red]no verified kernel[/]" + (f" (closest: {escape(near['kind'])} - {escape(why)})"
+                                                            if near else ""), highlight=False, soft_wrap=True)
     else:
         sp = best.get("speedup")
         ci = best.get("speedup_ci95")

@@ -64,6 +64,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
+from .usage import clip
 
 ModeOpt = Annotated[str, typer.Option("--mode", help="geak (the full agent) | direct | one-shot | reflexion (the paper's baselines)")]
 TuneOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="sweep the best kernel's launch parameters, no LLM")]
@@ -124,10 +125,10 @@ def bench_command(
             backend, _ = detect_backend(opts.device)
             all_tasks = load_tasks(opts.suite, opts.path, opts.tasks)
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
-            spec = opts.run_spec("bench", task_refs=tuple(t.ref for t in all_tasks if t.name not in unsupported),
-                                        model=model_id, unsupported=unsupported)
-            interpreter_timing(opts, [t for t in all_tasks if t.name not in unsupported],
-                               kernels=spec.settings.runs * spec.settings.iterations)  # as eval: --force
+            runnable = [t for t in all_tasks if t.name not in unsupported]
+            spec = opts.run_spec("bench", task_refs=tuple(t.ref for t in runnable),
+                                 task_names=tuple(t.name for t in runnable), model=model_id, unsupported=unsupported)
+            interpreter_timing(opts, runnable, kernels=spec.settings.runs * spec.settings.iterations)  # as eval: --force
             preflight_model(model_id, opts)  # before the run directory: a dead model leaves nothing
             out_dir = opts.out or Path("kernelwright-runs") / f"bench-{opts.suite}-{time.strftime('%Y%m%d-%H%M%S')}"
             store, spec = open_run(out_dir, spec, resume=False)
@@ -166,7 +167,7 @@ def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str,
     """metrics.json of a bench run, from the store alone."""
     from ..agent.scaling import scaling
 
-    names = sorted({ref_name(r) for r in spec.task_refs} | set(spec.unsupported))
+    names = sorted(set(task_names_of(spec)) | set(spec.unsupported))
     # why nothing was timed, as the run recorded it (a run from before that record: known for --no-perf only)
     recorded = store.get_meta("untimed")
     untimed = recorded if recorded is not None else ("--no-perf" if spec.perf is False else "")
@@ -183,9 +184,24 @@ def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str,
     return report
 
 
+def task_names_of(spec) -> tuple[str, ...]:
+    """The names the run's attempts are stored under: as the spec recorded them, or, for a run
+    from before that record, as each ref implies them."""
+    return spec.task_names or tuple(ref_name(r) for r in spec.task_refs)
+
+
 def ref_name(ref: str) -> str:
-    """A task's name from its reference (a file path, or SUITE:ROOT::NAME)."""
-    return ref.rsplit("::", 1)[-1] if "::" in ref else Path(ref).stem
+    """A task's name from its reference (a file path, or SUITE:ROOT::KEY), for runs whose spec
+    did not record the names. The key is the name for every adapter but KernelBench's, whose key
+    is the problem's path (level1/19_ReLU.py names L1_19_ReLU)."""
+    if "::" not in ref:
+        return Path(ref).stem
+    key = ref.rsplit("::", 1)[-1]
+    if ref.startswith("kernelbench:"):
+        from ..suites.kernelbench import task_name
+
+        return task_name(key)
+    return key
 
 
 def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> None:
@@ -235,7 +251,8 @@ def failures(store, report: dict[str, Any]) -> list[tuple[str, str]]:
     for name, attempts in sorted(by_task.items()):
         if not any(a.passed for a in attempts):
             near = max(attempts, key=outcome_rank)
-            out.append((name, f"{near.kind} (attempt {near.index} of run {near.run}): {near.reason[:200]}"))
+            why = near.reason if near.stage == "judge_error" else clip(near.reason)
+            out.append((name, f"{near.kind} (attempt {near.index} of run {near.run}): {why}"))
     return out
 
 

@@ -252,7 +252,7 @@ class AgentOptions:
         return cls.from_params(ctx.params, given)
 
     def run_spec(self, command: str, *, task_refs: tuple[str, ...], model: str,
-                 start_codes: dict[str, str] | None = None, unsupported: dict[str, str] | None = None
+                 task_names: tuple[str, ...] = (), start_codes: dict[str, str] | None = None, unsupported: dict[str, str] | None = None
                  ) -> RunSpec:
         """The spec of a new run (`agent.app.RunSpec`) from these options: the one place where
         flags become the run's settings. A missing --llm-seed draws one now."""
@@ -280,7 +280,8 @@ class AgentOptions:
             max_perf_cases=self.max_perf_cases, suite=self.suite if command == "bench" else "",
             unsupported=dict(unsupported or {}), mode=self.mode, base_url=self.base_url,
             judge_base_seed=self.judge_base_seed, timeout_scale=self.timeout_scale,
-            sandbox=self.sandbox, profile=profile_level(self.profile, self.no_profile))
+            sandbox=self.sandbox, profile=profile_level(self.profile, self.no_profile),
+            task_names=tuple(task_names))
 
 
 AGENT = AgentOptions()  # the defaults, for the commands' signatures

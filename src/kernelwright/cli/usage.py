@@ -145,3 +145,11 @@ def run(app: typer.Typer, args: Sequence[str] | None = None) -> None:
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def clip(text: str, limit: int = 200) -> str:
+    """`text` cut at a word before `limit` characters, with an ellipsis: a cut reason must not
+    read as a whole one ("need about 66.00 GiB of")."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"

@@ -310,6 +310,12 @@ def judge_error_verdict(task: str, candidate: str, reason: str, *, detail: str =
 MAX_JUDGE_STARTS = 2
 
 
+# The flag of that judge_error (set by the agent's trusted side, agent/judging.py): the judge
+# could not decide because the candidate's own judging kept killing it, so the failure is the
+# candidate's to fix, unlike a broken reference or a problem too large for the machine.
+KILLED_JUDGE = "killed_judge"
+
+
 def killed_judge_reason(started: list[float]) -> str:
     """The reason of the judge_error recorded for a candidate whose judging started `started`
     (epoch seconds) and never ended in a verdict, MAX_JUDGE_STARTS times or more."""
