@@ -136,7 +136,8 @@ def launch_lines(side: dict[str, Any], limit: int = MAX_LAUNCHES) -> list[str]:
     if call or kern:
         call_ms, kernel_ms = as_number(side.get("call_ms")), as_number(side.get("kernel_ms"))
         share = f" ({kernel_ms / call_ms:.0%} of the call)" if call_ms and kernel_ms is not None else ""
-        out.append(f"the recorded call: {call or '-'} on the device, its own kernels {kern or '-'}{share}")
+        own = f"its own kernels {kern}{share}" if kern else "no kernel of its own recorded"
+        out.append(f"the recorded call: {call or '-'} on the device, {own}")
     launches = [x for x in side.get("launches") or () if isinstance(x, dict)]
     out += [f"- {launch_line(x)}" for x in launches[:limit]]
     extra = as_number(side.get("more_launches")) or 0
@@ -173,7 +174,7 @@ def _full_kernel(k: dict[str, Any]) -> str:
     if read or write:
         parts.append(f"DRAM read {read or '-'}, written {write or '-'}")
     if as_number(k.get("l1_sectors_per_request")) is not None:
-        parts.append(f"{as_number(k['l1_sectors_per_request']):.3g} sectors per request (ideal 4)")
+        parts.append(f"{as_number(k['l1_sectors_per_request']):.3g} sectors per request (16 when lanes read contiguous 16-byte vectors)")
     if as_number(k.get("l2_sectors")) is not None:
         parts.append(f"{int(k['l2_sectors'])} L2 sectors")
     for key, what in (("dram_throughput_pct", "DRAM throughput"), ("sm_throughput_pct", "SM throughput"),

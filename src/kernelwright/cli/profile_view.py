@@ -86,7 +86,7 @@ def full_table(full: dict[str, Any], title: str) -> RenderableType:
         return Text(f"{title}: no full profile: {clip(full['skipped'], 300)}", style="yellow")
     dram = human_bytes(full.get("dram_bytes"))
     caption = f"{full.get('tool') or 'profiler'}, {as_number(full.get('seconds')) or 0:.1f} s" + (
-        f", DRAM traffic {dram}" if dram else "") + "; r/w: read/written; sect/req: L1 sectors per request (ideal 4)"
+        f", DRAM traffic {dram}" if dram else "") + "; r/w: read/written; sect/req: L1 sectors per request (16 when lanes read contiguous 16-byte vectors)"
     table = Table(title=escape(f"{title}: full profile"), caption=escape(caption), box=box.SIMPLE_HEAD,
                   title_justify="left", caption_justify="left", pad_edge=False)
     for col in ("kernel", "DRAM r/w", "sect/req", "DRAM%", "SM%", "L2hit%", "occ.", "top stalls"):

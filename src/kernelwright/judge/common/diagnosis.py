@@ -19,6 +19,11 @@ SHARED_LIMITED_OCCUPANCY = 0.5
 OUTSIDE_KERNELS_FRAC = 0.5
 
 
+def _pct(frac: float) -> str:
+    """A fraction as a percentage; "<1%" rather than a "0%" that reads as nothing at all."""
+    return "<1%" if 0 < frac < 0.005 else f"{frac:.0%}"
+
+
 def _diag(rule: str, kernel: str | None, value: float | None, text: str) -> dict:
     return {"rule": rule, "kernel": kernel, "value": value, "text": text}
 
@@ -47,7 +52,7 @@ def far_below_roofline(side: dict, spec: DeviceSpec | None) -> list[dict]:
     known = {name: side.get(name) for name in ("bandwidth_frac", "flop_frac") if side.get(name) is not None}
     if not known or any(v >= FAR_BELOW_FRAC for v in known.values()):
         return []
-    parts = [f"{v:.0%} of peak {'bandwidth' if k == 'bandwidth_frac' else 'FLOP rate'}" for k, v in known.items()]
+    parts = [f"{_pct(v)} of peak {'bandwidth' if k == 'bandwidth_frac' else 'FLOP rate'}" for k, v in known.items()]
     return [_diag("far_below_roofline", None, max(known.values()),
                   f"far below the roofline: {' and '.join(parts)} (under {FAR_BELOW_FRAC:.0%} of both); "
                   "look at memory access patterns (coalescing, re-reads) and the launch configuration")]
