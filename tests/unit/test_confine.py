@@ -175,6 +175,48 @@ def test_tcp_connect_and_bind_denied_parent_can_connect():
         server.close()
 
 
+@needs_abi4
+def test_tcp_on_the_profilers_ports_alone():
+    """A full profile's process (profile_main --tcp-ports) may bind and connect on the profiler's
+    ports, and on no other."""
+    with socket.socket() as probe:  # two free ports: one allowed, one not
+        probe.bind(("127.0.0.1", 0))
+        allowed = probe.getsockname()[1]
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    other = server.getsockname()[1]
+    try:
+        def body(applied):
+            def bind_allowed():
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", allowed))
+                    s.listen(1)
+                    with socket.create_connection(("127.0.0.1", allowed), timeout=2):
+                        pass
+
+            def connect_other():
+                with socket.create_connection(("127.0.0.1", other), timeout=2):
+                    pass
+
+            def bind_other():
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", 0))
+
+            return {"allowed": attempt(bind_allowed), "connect_other": attempt(connect_other),
+                    "bind_other": attempt(bind_other)}
+
+        policy = landlock.Policy(exec=confinement.python_paths(), tcp_connect_ports=(allowed,),
+                                 tcp_bind_ports=(allowed,))
+        res = in_confined_child(policy, body)
+        assert res["applied"]["tcp"]
+        assert res["allowed"] == "ok", res
+        assert res["connect_other"].startswith("PermissionError"), res
+        assert res["bind_other"].startswith("PermissionError"), res
+    finally:
+        server.close()
+
+
 @needs_abi6
 def test_signals_and_abstract_sockets_to_the_outside_denied():
     parent = os.getpid()

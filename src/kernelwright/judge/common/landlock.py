@@ -170,6 +170,7 @@ class Policy:
     devices: Sequence[str] = ()
     allow_tcp: bool = False  # False: no TCP bind or connect at all
     tcp_connect_ports: Sequence[int] = ()  # exceptions where allow_tcp is False
+    tcp_bind_ports: Sequence[int] = ()  # exceptions where allow_tcp is False (a profiler's agent listens)
     scope: bool = True  # no signals to, no abstract unix sockets of processes outside the domain
     no_new_privs: bool = True  # always set where Landlock applies (the kernel requires it unless CAP_SYS_ADMIN)
     netns: bool = False  # also enter an empty network namespace (covers UDP, which Landlock does not)
@@ -312,8 +313,10 @@ def apply(policy: Policy) -> Applied:
                 if skipped:
                     out.skipped.append(skipped)
         if net:
-            for port in policy.tcp_connect_ports:
-                rule = _NetPortAttr(NET_CONNECT_TCP, int(port))
+            ports = [(NET_CONNECT_TCP, p) for p in policy.tcp_connect_ports]
+            ports += [(NET_BIND_TCP, p) for p in policy.tcp_bind_ports]
+            for access, port in ports:
+                rule = _NetPortAttr(access, int(port))
                 ret, err = _syscall(NR_ADD_RULE, ctypes.c_int(ruleset_fd), ctypes.c_int(LANDLOCK_RULE_NET_PORT),
                                     ctypes.byref(rule), ctypes.c_uint32(0))
                 if ret != 0:

@@ -15,8 +15,9 @@ decide anything. The profiler writes its own output where this process cannot (f
 
 Confinement: as a judge child's where the profiler allows (`confinement.enter`): the filesystem
 allow-list (its scratch, the Triton cache, the task's and the profiler's files), rlimits, and
-signal scoping unless --no-scope. Not the empty network namespace nor TCP rules: Nsight Compute's
-injected library talks to its frontend over a local TCP socket. The environment is the one it was
+signal scoping unless --no-scope. Not the empty network namespace: Nsight Compute's injected
+library talks to its frontend over a local TCP socket; with --tcp-ports, TCP is allowed on the
+profiler's ports alone (fullprofile.NCU_PORTS), else it stays open. The environment is the one it was
 started with, the worker's allow-listed one (coordinator/workerenv). A judge child is forked from
 a single-threaded worker; this process was exec'd and `import torch` started a thread, so the
 work runs in a forked child of it, single-threaded when it confines itself (Landlock binds the
@@ -59,7 +60,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--triton-cache", default=None)
     p.add_argument("--no-scope", action="store_true", help="no signal / abstract-socket scoping")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--tcp-ports", default=None, metavar="FIRST:COUNT",
+                   help="TCP bind and connect only on these ports (the profiler's); default: TCP open")
     return p.parse_args(argv)
+
+
+def _tcp_rules(spec: str | None) -> dict:
+    """Landlock's TCP rules: only the profiler's ports (FIRST:COUNT), or no TCP rule at all."""
+    if not spec:
+        return {"allow_tcp": True}
+    first, count = (int(x) for x in spec.split(":"))
+    ports = tuple(range(first, first + count))
+    return {"allow_tcp": False, "tcp_connect_ports": ports, "tcp_bind_ports": ports}
 
 
 def _redirect_output(scratch: str) -> None:
@@ -80,7 +92,7 @@ def _confine(args: argparse.Namespace, base) -> dict:
     """Enter the confinement (see the module's docstring); the record as a dict."""
     if args.sandbox == "off":
         return {"level": "off", "summary": "sandbox off: the profiled process is not confined"}
-    policy = replace(base, exec=[*base.exec, *args.exec], allow_tcp=True, scope=not args.no_scope)
+    policy = replace(base, exec=[*base.exec, *args.exec], scope=not args.no_scope, **_tcp_rules(args.tcp_ports))
     reads = tuple(args.read) + (os.path.dirname(os.path.realpath(args.file)),)
     box = confinement.ChildSandbox(level=args.sandbox, scratch=args.scratch, write=tuple(args.write), read=reads,
                                    netns=False, pidns=False, base=policy,

@@ -128,13 +128,24 @@ def _cache_put(cache_dir: str | None, key: str, full: dict) -> None:
         pass
 
 
+# The ports ncu's front end and the profiled process's injected agent talk on (`ncu --port`,
+# `--max-connections`): the profiled process may bind and connect to TCP on these alone (Landlock).
+# None: TCP stays open to it (where a kernel or ncu version needs other ports).
+NCU_PORTS: tuple[int, int] | None = (49152, 64)
+
+
 def _profiler_command(tool: Profiler, out_dir: str, inner: list[str]) -> list[str]:
     if tool.kind == "ncu":
+        if NCU_PORTS is not None:
+            inner = [*inner, "--tcp-ports", f"{NCU_PORTS[0]}:{NCU_PORTS[1]}"]
+            ports = ["--port", str(NCU_PORTS[0]), "--max-connections", str(NCU_PORTS[1])]
+        else:
+            ports = []
         metrics = ",".join(NCU_ASK or [*NCU_METRICS.values(), NCU_STALL_REGEX])
         # --clock-control none: other workers may be timing on this GPU; ncu's default locks its clocks
         return [tool.path, "--profile-from-start", "off", "--target-processes", "all", "--clock-control", "none",
                 "--csv", "--page", "raw", "--print-units", "base", "--log-file", os.path.join(out_dir, "ncu.csv"),
-                "--metrics", metrics, *inner]
+                *ports, "--metrics", metrics, *inner]
     return [tool.path, "--pmc", *ROCPROF_COUNTERS, "--output-format", "csv", "-d", out_dir, "-o", "profile",
             "--", *inner]
 
