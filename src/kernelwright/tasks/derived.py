@@ -103,7 +103,8 @@ def nonfinite_reason(outputs: list, names: list[str] | None = None) -> str | Non
         finite = torch.isfinite(t)
         if bool(finite.all()):
             continue
-        what = names[i] if names and i < len(names) else f"output {i}"
+        # (named as the judge's failures name outputs: judge/common/verdict.output_name)
+        what = names[i] if names and i < len(names) and names[i] else "output" if len(outputs) == 1 else f"output {i}"
         what_bad = "NaN" if bool(torch.isnan(t).any()) else "inf"
         return f"{DROPPED}: the reference is not defined there ({what_bad} in {what})"
     return None
