@@ -15,6 +15,7 @@ from kernelwright.tasks.derived import (
     derive_inputs,
     derived_kind,
     nonfinite_reason,
+    raised_reason,
 )
 
 from .conftest import judge_on_cpu
@@ -78,11 +79,16 @@ def checkout(tmp_path_factory):
     level1.mkdir(parents=True)
     (level1 / "19_ReLU.py").write_text(PROBLEM.replace("OP", "torch.relu(x)"))
     (level1 / "30_Log.py").write_text(PROBLEM.replace("OP", "torch.log(x)"))
+    # a model that refuses inputs outside its domain: raising drops the case as NaN does
+    (level1 / "31_Checked.py").write_text(PROBLEM.replace(
+        "        return OP", "        if bool((x < 0).any()):\n            raise ValueError('negative input')\n"
+                            "        return x * 2"))
     cands = root / "candidates"
     cands.mkdir()
     (cands / "relu.py").write_text(CANDIDATE.replace("EXPR", "tl.maximum(x, 0.0)"))
     (cands / "identity.py").write_text(CANDIDATE.replace("EXPR", "x"))
     (cands / "log.py").write_text(CANDIDATE.replace("EXPR", "tl.log(x)"))
+    (cands / "double.py").write_text(CANDIDATE.replace("EXPR", "x * 2.0"))
     return root
 
 
@@ -121,6 +127,8 @@ def test_drop_reasons_and_tolerance_scales():
     reason = nonfinite_reason([torch.ones(2), torch.tensor([1.0, float("nan")])], ["a", "b"])
     assert reason == f"{DROPPED}: the reference is not defined there (NaN in b)"
     assert "(inf in output)" in nonfinite_reason([torch.tensor([float("inf")])])
+    assert raised_reason(NothingToDerive("the problem's inputs hold no floating-point tensor to transform")) == \
+        f"{DROPPED}: the problem's inputs hold no floating-point tensor to transform"
     assert atol_scales([torch.full((4,), -30.0), torch.full((4,), 0.1), torch.arange(3)]) == [30.0, 1.0, 1.0]
 
 
@@ -156,3 +164,14 @@ def test_a_domain_limited_reference_drops_the_case_and_records_it(checkout):
     assert verdict.flags == [f"case {signed.label}: {signed.reason}"]
     large = next(c for label, c in cases.items() if f"times {LARGE_SCALE:g}" in label)
     assert large.ok is True  # log(100 x) is defined: that case is kept
+
+
+@pytest.mark.slow
+def test_a_reference_that_raises_on_a_derived_case_drops_it(checkout):
+    task = _task(checkout, "L1_31_Checked")
+    verdict = judge_on_cpu(task, checkout / "candidates" / "double.py", seeds=1, perf=False)
+    assert verdict.stage == "passed", f"{verdict.reason}\n{verdict.detail}"
+    signed = next(c for label, c in _cases(verdict).items() if "random sign" in label)
+    assert signed.ok is None
+    assert signed.reason == f"{DROPPED}: the reference is not defined there (it raised ValueError: negative input)"
+    assert verdict.flags == [f"case {signed.label}: {signed.reason}"]
