@@ -5,7 +5,8 @@ non-negative), and a wrong kernel can be right on all of it: a ReLU that returns
 The built-in tasks carry hand-written hostile cases (`tasks.hostile`); an adapter cannot write
 them per problem, so it adds `derived_cases()` to its hidden cases and every one of them is the
 problem's own inputs (same shapes, dtypes, integer and index tensors), with each floating-point
-tensor transformed (see docs/tasks.md, "Derived hidden cases"):
+tensor transformed by each judge child (`judge/sandbox/harness.bound_case`, after the adapter's
+`bind`; see docs/tasks.md, "Derived hidden cases"):
 
   signed           every entry's sign drawn at random (magnitudes kept, so the scale the problem
                    and its tolerance were made for is kept too)
@@ -62,7 +63,7 @@ def derive_inputs(args: tuple, kind: str, gen) -> tuple:
     if kind not in KINDS:
         raise ValueError(f"unknown derived case kind {kind!r}; known: {', '.join(KINDS)}")
     seed = (int(gen.initial_seed()) ^ SIGN_SEED_MIX) % (2**63)
-    signs = torch.Generator(device=gen.device)
+    signs = type(gen)(device=gen.device)  # the judge's own Generator class (not a name foreign code can rebind)
     signs.manual_seed(seed)
     changed = 0
 

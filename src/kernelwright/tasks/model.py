@@ -193,15 +193,9 @@ class Task:
     def call_for(self, impl: Any, kind: str, case: "Case", gen) -> tuple[Callable, tuple]:
         """What to call for one case: (fn, args). `kind` is "correctness" or "perf"."""
         if self.bind is not None:
-            fn, args = self.bind(impl, kind, case, gen)
-        else:
-            args = self.make_inputs(case, gen)
-            fn, args = impl, tuple(args) if isinstance(args, (tuple, list)) else (args,)
-        if case.get("derived") is not None:  # a derived hidden case: the same inputs, transformed
-            from .derived import derive_inputs
-
-            args = derive_inputs(args, case.get("derived"), gen)
-        return fn, args
+            return self.bind(impl, kind, case, gen)
+        args = self.make_inputs(case, gen)
+        return impl, tuple(args) if isinstance(args, (tuple, list)) else (args,)
 
     @property
     def correctness_cases(self) -> list[Case]:
