@@ -142,6 +142,7 @@ FILE_SECONDS = {
     "tests/test_pool_threads.py": 12,
     "tests/test_hostile_cases.py": 12,
     "tests/test_kernelbench_adapter.py": 12,
+    "tests/test_derived_cases.py": 12,
     "tests/unit/test_first_run.py": 9,
     "tests/test_tritonbench_t_adapter.py": 8,
     "tests/llm/test_reliability.py": 7,

@@ -10,7 +10,9 @@ constructed under the same fixed seed (so their parameters match) and moved to t
 and outputs must agree within atol = rtol = 1e-2 (KernelBench's tolerance, for every dtype).
 Construction is not timed: each implementation builds its model once and keeps it. The
 performance case is the same call at the file's own sizes. KernelBench ships no Triton reference:
-the reference is the file's PyTorch `Model`.
+the reference is the file's PyTorch `Model`. Beyond KernelBench's check, two hidden cases judge the
+same inputs with random signs and at 100x their magnitude (tasks/derived.py): dropped, and
+recorded, where Model's outputs on them are not finite.
 
 Task names are identifier-safe: `level1/19_ReLU.py` becomes `L1_19_ReLU` (candidate `L1_19_ReLU.py`).
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..tasks.derived import derived_cases
 from ..tasks.model import FLOAT_DTYPES, Case, EntryPoint, Task, Tolerance
 from .adapter import SuiteError, exec_module, from_ref, load_each, seed_everything
 
@@ -40,7 +43,9 @@ Write `ModelNew`, a drop-in replacement for the PyTorch `Model` below, using cus
 arguments as Model (`get_init_inputs()`), its `forward` must take the same inputs (`get_inputs()`)
 and return the same outputs within atol = rtol = 1e-2. Parameters are created under the same
 random seed as Model's, so create them in the same order with the same shapes. The work must be
-done by your own Triton kernels: a ModelNew that only calls PyTorch operators fails.
+done by your own Triton kernels: a ModelNew that only calls PyTorch operators fails. It is also
+checked on inputs of the same shapes and dtypes drawn from other distributions (other signs, larger
+magnitudes), wherever Model is defined on them.
 Reply with one complete Python file (imports included) defining ModelNew.
 
 The reference ({relpath}):
@@ -206,7 +211,9 @@ def kernelbench_task(root: Path, relpath: str) -> Task:
         reference=lambda: None,
         # One case at the file's own sizes; the judge runs it under every seed (KernelBench: 5 trials).
         visible_cases=[Case("any", label="get_inputs() at the file's sizes")],
-        hidden_cases=[],
+        # The same inputs from other distributions (signed, large magnitude): one distribution
+        # lets wrong kernels pass (an identity "ReLU" on torch.rand inputs); tasks/derived.py.
+        hidden_cases=derived_cases("get_inputs() at the file's sizes"),
         perf_cases=[Case("any", label="get_inputs() at the file's sizes")],
         source_path=path,
         tolerances={dtype: KERNELBENCH_TOLERANCE for dtype in FLOAT_DTYPES},

@@ -14,6 +14,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from ...tasks import load_task_ref
+from ...tasks.derived import derive_inputs
 from ..common import wire
 from ..common.footprint import proc_status_bytes
 from ..common.gpulock import SharedHold
@@ -72,7 +73,10 @@ def bound_case(task, impl: Any, case_list: str, index: int, seed: int, device: s
     case = getattr(task, case_list)[index]
     gen = generator(device=device)
     gen.manual_seed(int(seed))
-    return task.call_for(impl, "perf" if case_list == "perf_cases" else "correctness", case, gen)
+    fn, args = task.call_for(impl, "perf" if case_list == "perf_cases" else "correctness", case, gen)
+    if case.get("derived") is not None:  # a derived hidden case: the same inputs, transformed
+        args = derive_inputs(args, case.get("derived"), gen)
+    return fn, args
 
 
 def seed_globals(torch, seed: int) -> None:

@@ -19,6 +19,7 @@ from ..common.footprint import (
     max_reply_bytes,
     memory_need,
 )
+from ...tasks import derived
 from ..common.requests import LoadRequest, RunItem, SpotRequest
 from . import replies
 from .harness import Harness, SpotCall
@@ -134,6 +135,9 @@ class ReferenceHarness(Harness):
             else:
                 reference = native
             self.clocks.sync()
+            dropped = self._derived_undefined(item, reference, native.names)
+            if dropped:
+                return {"op": "run", "ok": True, "skipped": dropped}
             # digests of the inputs, never the inputs: the candidate's are compared with them
             reply = {"op": "run", "ok": True, "reference": reference, "meta": meta, "launches": launches,
                      "input_digests": tensor_digests(self.torch, self._tensor_args(args))}
@@ -154,7 +158,23 @@ class ReferenceHarness(Harness):
         except BaseException as exc:  # noqa: BLE001
             if replies.is_skip(exc):
                 return {"op": "run", "ok": True, "skipped": str(exc)[:300]}
+            if self._derived(item) and not self._out_of_memory(exc):
+                return {"op": "run", "ok": True, "skipped": derived.raised_reason(exc)}
             return self._error("run", exc, **self.failure_marks)
+
+    # -- derived hidden cases (tasks/derived.py) ----------------------------------------------
+    def _derived(self, item: RunItem) -> bool:
+        return derived.derived_kind(self.task.correctness_cases[item.case]) is not None
+
+    def _derived_undefined(self, item: RunItem, reference: list, names: list[str] | None) -> str | None:
+        """Why a derived case is dropped: the reference's outputs on it hold NaN or inf (the
+        problem is not defined on those inputs); None for every other case."""
+        return derived.nonfinite_reason(reference, names) if self._derived(item) else None
+
+    def _out_of_memory(self, exc: BaseException) -> bool:
+        """A machine's limit, never a reason to drop a case: reported as on any other case."""
+        oom = getattr(self.torch, "OutOfMemoryError", ())
+        return isinstance(exc, (ProblemTooLarge, MemoryError)) or (bool(oom) and isinstance(exc, oom))
 
     def _reference_call(self, fn: Callable, args: tuple) -> tuple[Outputs, list[bool] | None]:
         """A foreign reference's call, with which of its outputs lie in memory its own kernels

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from ...tasks.derived import DROPPED, atol_scales, derived_kind
 from ..common.footprint import candidate_reply_limit
 from ..common.knobs import trace
 from ..common.messages import ReferenceRun, ReferenceSpot, Skipped
@@ -106,8 +107,11 @@ class CorrectnessStage:
                 self.verdict.cases.append(CaseResult("correctness", case.label, case.to_dict(), None,
                                                      INTERPRETER_SKIP))
                 continue
-            for k, seed in enumerate(self.verdict.seeds):
-                items.append(RunItem(case=ci, seed=seed, repeat=k == 0, probe=False))
+            derived_case = derived_kind(case) is not None
+            # a derived case's worth is its distribution, not one more draw: the first seed, no
+            # rerun (the visible case's rerun checked stability already)
+            for k, seed in enumerate(self.verdict.seeds[:1] if derived_case else self.verdict.seeds):
+                items.append(RunItem(case=ci, seed=seed, repeat=k == 0 and not derived_case, probe=False))
                 labels.append(f"case {case.label} (seed {seed})")
         return items, labels
 
@@ -142,9 +146,13 @@ class CorrectnessStage:
         ref_s = time.monotonic() - mark
         if isinstance(expected, Skipped):  # the task's own test skips this input (pytest.skip)
             if item.case not in self.results:
-                self.results[item.case] = CaseResult("correctness", case.label, case.to_dict(), None,
-                                                     f"skipped by the task's own test: {expected.skipped}")
+                # or a derived hidden case the problem is not defined on: dropped, said in the flags
+                dropped = derived_kind(case) is not None and expected.skipped.startswith(DROPPED)
+                reason = expected.skipped if dropped else f"skipped by the task's own test: {expected.skipped}"
+                self.results[item.case] = CaseResult("correctness", case.label, case.to_dict(), None, reason)
                 verdict.cases.append(self.results[item.case])
+                if dropped:
+                    verdict.flags.append(f"case {case.label}: {reason}")
             return
         item = dataclasses.replace(item, poison_sizes=[m.nbytes for m in expected.meta])
         # its reply carries the same outputs: no larger than the reference's call for
@@ -178,13 +186,14 @@ class CorrectnessStage:
     def _problem(self, j: int, label: str, stage: str, expected, got):
         """`check_item`'s finding on item j, with the reference probed where it is a mismatch."""
 
-        problem = check_item(self.task, expected, got)
+        case = self.task.correctness_cases[self.stream.items[j].case]
+        problem = check_item(self.task, expected, got, case)
         if problem is not None and self.probing and got.launches >= 1 and problem[2] != "output_not_from_kernel":
             # Same seed: compared again with the positions the reference leaves undefined
             # (unwritten, uninitialised reads) set aside.
             probed = self._reference(j, label, stage, True)
             if isinstance(probed, ReferenceRun):
-                problem = check_item(self.task, probed, got)
+                problem = check_item(self.task, probed, got, case)
                 if problem is not None and probed.probe_failed:
                     problem = (f"{problem[0]} (the reference failed on poisoned memory, so it was not probed "
                                f"for outputs it leaves undefined: {probed.probe_failed})", *problem[1:])
@@ -252,10 +261,11 @@ def not_from_kernel_problem(not_from_kernel: list[int], ref_from_kernel: list[bo
             "next to a token launch?)", {"not_from_kernel": bad}, "output_not_from_kernel")
 
 
-def check_item(task, expected, got):
+def check_item(task, expected, got, case=None):
     """Return None if the candidate's outputs for one (case, seed) are acceptable, else
     (reason, detail, FailureKind value). `expected` is the reference's `ReferenceRun`,
-    `got` the candidate's `CandidateRun`."""
+    `got` the candidate's `CandidateRun`; `case` the correctness case (a derived hidden case's
+    atol is scaled by its outputs' magnitudes: tasks/derived.py)."""
 
     if got.launches < 1:
         return ("the candidate's own Triton kernels were never launched (did it compute with torch?)", {},
@@ -267,8 +277,9 @@ def check_item(task, expected, got):
     masks = expected.undefined or []
     names = expected.names or got.names
     outputs = define_undefined(got.outputs, expected.reference, masks)
+    scales = atol_scales(expected.reference) if case is not None and derived_kind(case) else None
     result = compare_outputs(outputs, expected.reference, [m.as_dict() for m in expected.meta],
-                             task.tolerance_for, names=names)
+                             task.tolerance_for, names=names, atol_scales=scales)
     if not result.ok:
         varied = sum(int(m.sum()) for m in masks if m is not None)
         return (result.reason + reference_varies_note(varied), result.detail, result.kind or "wrong_values")
