@@ -41,6 +41,10 @@ SHINGLE = 5
 # every other pair scores below 0.45. 0.5 errs on the side of excluding: a lost example costs
 # little, a leaked answer voids the run.
 EXCLUDE_SIMILARITY = 0.5
+# Weight of the plain code-token BM25 in an operator-ranked retrieval (`Retriever.ranked_weighted`):
+# at most half of one fully matched operator token, so it orders examples of the same operators
+# (layernorm before rmsnorm for a LayerNorm) without overriding them.
+TIE_BREAK = 0.5
 
 _JIT = re.compile(r"@triton\.jit\b")
 # TritonBench files: kernel + wrapper, a separator line of '#', then the test harness
@@ -367,6 +371,46 @@ class Retriever:
         source texts (a `Path` also excludes by its file name); `exclude_names` file names or stems."""
         ranked = self.ranked(query, exclude, k=1, exclude_names=exclude_names)
         return ranked[0][0] if ranked else None
+
+    def best_for(self, query: str, instruction: str = "", exclude: Sequence[str | os.PathLike] = (),
+                 exclude_names: Sequence[str] = ()) -> Example | None:
+        """The example for a task's query: a Triton-code query (a start kernel, a candidate to fix
+        or optimize) goes to `best`, GEAK's code similarity, unchanged; a PyTorch or prose query is
+        ranked by its operators (`operators.operator_query`, with the task's instruction), and
+        falls back to `best` when it names no known operator."""
+        from .operators import is_triton_code, operator_query
+
+        weights = {} if is_triton_code(query) else operator_query(query, instruction)
+        if not weights:
+            return self.best(query, exclude, exclude_names)
+        ranked = self.ranked_weighted(weights, query, exclude, k=1, exclude_names=exclude_names)
+        return ranked[0][0] if ranked else None
+
+    def ranked_weighted(self, weights: dict[str, float], query: str = "",
+                        exclude: Sequence[str | os.PathLike] = (), k: int = 5,
+                        exclude_names: Sequence[str] = ()) -> list[tuple[Example, float]]:
+        """Up to k (example, score) pairs, best first: the weighted sum of each token's BM25 score
+        (a negative weight subtracts), plus the plain code-token BM25 of `query` scaled into
+        [0, TIE_BREAK] so that it only orders examples the operators rank (nearly) alike."""
+        if self._bm25 is None or not weights:
+            return []
+        scores = [0.0] * len(self.corpus)
+        for token, w in weights.items():
+            for i, s in enumerate(self._bm25.get_scores([token])):
+                scores[i] += w * float(s)
+        tie = self._bm25.get_scores(list(dict.fromkeys(tokenize(query)))) if query else []
+        top = max((float(t) for t in tie), default=0.0)
+        if top > 0:
+            scores = [s + TIE_BREAK * float(t) / top for s, t in zip(scores, tie)]
+        excluded = self._excluded(exclude, exclude_names)
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], self.corpus.examples[i].name))
+        out: list[tuple[Example, float]] = []
+        for i in order:
+            if len(out) >= k:
+                break
+            if not self.is_excluded(self.corpus.examples[i], excluded):
+                out.append((self.corpus.examples[i], scores[i]))
+        return out
 
     def is_excluded(self, example: Example, excluded: "_Excluded") -> bool:
         if example.file_name.lower() in excluded.names:
