@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from .retrieval import tokenize
+from .retrieval import _strip_comments, tokenize
 
 __all__ = ["SYNONYMS", "FAMILY_NEGATIVES", "is_triton_code", "operator_names", "operator_query"]
 
@@ -51,7 +51,9 @@ FAMILY_POSITIVES: dict[str, tuple[str, ...]] = {
     "attention": ("tl.dot", "tl.exp", "tl.max"),
 }
 # the family that shapes a fused kernel: beside any of these, elementwise operators are its epilogue
+# and a transpose the layout of an operand (`q @ k.transpose(-2, -1)`), so they count a quarter
 _HEAVY = ("dot", "attention", "norm", "reduce")
+_LIGHT = ("pointwise", "move")
 
 
 def _ops(family: str, names: str, tokens: str) -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -100,7 +102,7 @@ SYNONYMS: dict[str, tuple[str, tuple[str, ...]]] = {
     **_ops("norm", "rms_norm rmsnorm rms", "rmsnorm rms rstd eps tl.sqrt tl.sum"),
     **_ops("norm", "batch_norm batchnorm batchnorm1d batchnorm2d batchnorm3d group_norm groupnorm "
            "instance_norm instancenorm instancenorm2d", "norm mean var rstd eps tl.sqrt tl.sum"),
-    **_ops("norm", "rsqrt", "rstd rsqrt eps tl.sqrt"),
+    **_ops("norm", "rsqrt rstd", "rstd rsqrt eps tl.sqrt"),
     **_ops("norm", "norm normalize", "norm tl.sqrt tl.sum"),
     **_ops("dot", "matmul mm addmm einsum tensordot mv matvec", "matmul tl.dot dot acc tl.cdiv"),
     **_ops("dot", "bmm baddbmm", "bmm matmul tl.dot dot acc batch"),
@@ -119,14 +121,16 @@ _CODE_ONLY = {"add", "sub", "mul", "div", "max", "min", "sum", "mean", "sort", "
               "sign", "log", "exp", "abs", "pow", "linear", "gather", "flip", "clip", "loss", "var", "std"}
 
 _TRITON_DECORATOR = re.compile(r"^[ \t]*@triton\.(?:jit|autotune|heuristics)\b", re.M)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*")
 _FENCE = re.compile(r"```(?:python|py)?\n(.*?)```", re.S)
 _MATMUL_OP = re.compile(r"[\w\)\]][ \t]*@[ \t]*[\w\(]")
 _ADD_OP = re.compile(r"[\w\)\]][ \t]*[-+][ \t]*[\w\(]")
 _MUL_OP = re.compile(r"[\w\)\]][ \t]*(?:\*\*|[*/])[ \t]*[\w\(]")
 CODE_WEIGHT, PROSE_WEIGHT, ARITHMETIC_WEIGHT = 1.0, 0.5, 0.25
-# a family's own tokens count half an operator; an unneeded heavy token counts twice against: one
-# tl.max in a kernel outweighs a shared tl.maximum, since it makes the kernel a reduction
-FAMILY_WEIGHT, NEGATIVE_WEIGHT, EPILOGUE_WEIGHT = 0.5, 2.0, 0.5
+# a family's own tokens count half an operator; a negative token costs the best positive match
+# (`Retriever.ranked_weighted`), however weakly the task asked for its family: one tl.max in a
+# kernel makes it a reduction, whatever else it shares with an elementwise task
+FAMILY_WEIGHT, NEGATIVE_WEIGHT, EPILOGUE_WEIGHT = 0.5, 1.0, 0.25
 # the tokens an operator expands to count half its own name: tl.maximum or tl.where say "relu" only
 # weakly (a quantize kernel clamps with them too), the name "relu" says it outright
 SYNONYM_WEIGHT = 0.5
@@ -153,12 +157,12 @@ def operator_names(text: str, prose: bool = False) -> dict[str, float]:
     `prose`: the text is an instruction (no operator symbols; no common English words)."""
     weight = PROSE_WEIGHT if prose else CODE_WEIGHT
     names: dict[str, float] = {}
-    for token in tokenize(text):
+    for token in (tokenize(text) if prose else _whole_names(text)):
         if token in SYNONYMS and not (prose and token in _CODE_ONLY):
             names[token] = weight
     if not prose:
         # importing torch.nn.functional is not a use of it: drop import lines before the symbols
-        body = re.sub(r"^\s*(?:import|from)\s.*$", "", text, flags=re.M)
+        body = re.sub(r"^\s*(?:import|from)\s.*$", "", _strip_comments(text), flags=re.M)
         body = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", body)
         if _MATMUL_OP.search(body):
             names["matmul"] = weight
@@ -168,14 +172,28 @@ def operator_names(text: str, prose: bool = False) -> dict[str, float]:
     return names
 
 
+def _whole_names(code: str) -> list[str]:
+    """The names of code, each dotted part whole and lowercased (`F.leaky_relu` -> f, leaky_relu;
+    `nn.LayerNorm` -> nn, layernorm): in code an operator is called by its whole name, and the
+    parts of other names are not operators (`max_val=1.` is not a max)."""
+    return [part.lower() for word in _NAME.findall(code) for part in re.sub(r"\s+", "", word).split(".")]
+
+
 def operator_query(query: str, instruction: str = "") -> dict[str, float]:
     """Token -> weight for a PyTorch / prose query, or {} when it names no known operator (the
     caller then falls back to code similarity). Negative weights mark tokens to avoid."""
     code, prose = _code_part(query)
     names = operator_names(code)
     extra = " ".join(t for t in (prose, instruction if instruction.strip() != query.strip() else "") if t)
+    # the instruction adds operators of the families the code already uses (gelu for a written-out
+    # gelu); only when the code names no operator may it add any: prose mentions what a task does
+    # not compute ("the row maximum", "as in attention", the `rotary_embedding` wrapper name)
+    code_families = {SYNONYMS[n][0] for n, w in names.items() if w > ARITHMETIC_WEIGHT}
+    if "reduce" in code_families:
+        code_families.add("norm")  # a normalisation written out is reductions (mean, sum)
     for name, w in operator_names(extra, prose=True).items():
-        names.setdefault(name, w)
+        if not code_families or SYNONYMS[name][0] in code_families:
+            names.setdefault(name, w)
     if not names:
         return {}
     families: dict[str, float] = {}
@@ -186,7 +204,7 @@ def operator_query(query: str, instruction: str = "") -> dict[str, float]:
         families["attention"] = min(families["dot"], names.get("softmax", PROSE_WEIGHT))
         names.setdefault("attention", families["attention"])
     if any(f in families for f in _HEAVY):
-        names = {n: w * EPILOGUE_WEIGHT if SYNONYMS[n][0] == "pointwise" else w for n, w in names.items()}
+        names = {n: w * EPILOGUE_WEIGHT if SYNONYMS[n][0] in _LIGHT else w for n, w in names.items()}
     return _expand(names, families)
 
 
@@ -200,8 +218,11 @@ def _expand(names: dict[str, float], families: dict[str, float]) -> dict[str, fl
     for family, w in families.items():
         for token in FAMILY_POSITIVES[family]:
             weights[token] = max(weights.get(token, 0.0), w * FAMILY_WEIGHT)
-    for family, w in families.items():
+    heavy = any(f in families for f in _HEAVY)
+    for family in families:
+        if heavy and family in _LIGHT:
+            continue  # an epilogue does not forbid what the heavy part needs
         for token in FAMILY_NEGATIVES[family]:
             if weights.get(token, 0.0) <= 0:
-                weights[token] = min(weights.get(token, 0.0), -w * NEGATIVE_WEIGHT)
+                weights[token] = -NEGATIVE_WEIGHT
     return weights

@@ -336,6 +336,7 @@ class Retriever:
         self.corpus = corpus
         self.threshold = threshold
         self._bm25 = None
+        self._sets: list[frozenset] | None = None
         if len(corpus):
             tokens = corpus.tokens
             # BM25Okapi divides by the average length: an all-empty corpus would fail
@@ -389,15 +390,23 @@ class Retriever:
     def ranked_weighted(self, weights: dict[str, float], query: str = "",
                         exclude: Sequence[str | os.PathLike] = (), k: int = 5,
                         exclude_names: Sequence[str] = ()) -> list[tuple[Example, float]]:
-        """Up to k (example, score) pairs, best first: the weighted sum of each token's BM25 score
-        (a negative weight subtracts), plus the plain code-token BM25 of `query` scaled into
-        [0, TIE_BREAK] so that it only orders examples the operators rank (nearly) alike."""
+        """Up to k (example, score) pairs, best first. The score: the weighted sum of the positive
+        tokens' BM25 scores, less, for each negative token the example holds, |weight| times the
+        best positive score of any example or TIE_BREAK if larger (so a kernel with machinery the
+        task does not need ranks below every kernel without it, whatever else it shares), plus the plain code-token
+        BM25 of `query` scaled into [0, TIE_BREAK] to order examples the operators rank alike."""
         if self._bm25 is None or not weights:
             return []
         scores = [0.0] * len(self.corpus)
         for token, w in weights.items():
-            for i, s in enumerate(self._bm25.get_scores([token])):
-                scores[i] += w * float(s)
+            if w > 0:
+                for i, s in enumerate(self._bm25.get_scores([token])):
+                    scores[i] += w * float(s)
+        unit = max(max(scores), TIE_BREAK)
+        held = self._token_sets()
+        for token, w in weights.items():
+            if w < 0:
+                scores = [s + w * unit if token in held[i] else s for i, s in enumerate(scores)]
         tie = self._bm25.get_scores(list(dict.fromkeys(tokenize(query)))) if query else []
         top = max((float(t) for t in tie), default=0.0)
         if top > 0:
@@ -411,6 +420,11 @@ class Retriever:
             if not self.is_excluded(self.corpus.examples[i], excluded):
                 out.append((self.corpus.examples[i], scores[i]))
         return out
+
+    def _token_sets(self) -> list[frozenset]:
+        if self._sets is None:
+            self._sets = [frozenset(tokens) for tokens in self.corpus.tokens]
+        return self._sets
 
     def is_excluded(self, example: Example, excluded: "_Excluded") -> bool:
         if example.file_name.lower() in excluded.names:
