@@ -185,13 +185,23 @@ def make_lookup(corpus: list[str], baseline: bool):
     return lambda query, task: retriever.best(query, exclude=golden_sources(task))
 
 
-def measure(groups: dict[str, list], lookup) -> list[dict]:
+def measure(groups: dict[str, list], lookup, corpus: list[str]) -> list[dict]:
+    from kernelwright.agent.retrieval import Retriever, load_corpus
+    from kernelwright.agent.session import golden_sources
+
+    retriever = Retriever(load_corpus([Path(p) for p in corpus]))
+    kinds = [kind_of(ex.code) for ex in retriever.corpus]
     rows = []
     for group, tasks in groups.items():
         for task in tasks:
             query, defining = query_of(task)
             example = lookup(query, task)
-            rows.append({"group": group, "task": task.name, "kind": kind_of(defining),
+            kind = kind_of(defining)
+            # is any example of the task's kind left once its own reference (and near-copies) is out?
+            excluded = retriever._excluded(golden_sources(task), ())
+            reachable = any(k == kind and not retriever.is_excluded(ex, excluded)
+                            for ex, k in zip(retriever.corpus, kinds))
+            rows.append({"group": group, "task": task.name, "kind": kind, "reachable": reachable,
                          "example": example.name if example else None,
                          "example_kind": kind_of(example.code) if example else None})
     return rows
@@ -209,6 +219,8 @@ def summarise(rows: list[dict]) -> dict:
     for kind in COUNTED:
         k = [r for r in counted if r["kind"] == kind]
         out["per_kind"][kind] = {"counted": len(k), "same_kind": sum(r["example_kind"] == kind for r in k)}
+    reachable = [r for r in counted if r["reachable"]]
+    out["reachable"] = {"counted": len(reachable), "same_kind": sum(r["example_kind"] == r["kind"] for r in reachable)}
     out["mismatches"] = [r for r in counted if r["example_kind"] != r["kind"]]
     out["other"] = [r for r in rows if r["kind"] not in COUNTED]
     return out
@@ -224,12 +236,15 @@ def report(summary: dict, sources: dict[str, str], baseline: bool) -> str:
     lines += [f"  {group}: {src}" for group, src in sources.items()]
     lines.append(f"same-kind rate: {_pct(summary['same_kind'], summary['counted'])} of {summary['counted']} "
                  f"tasks of the five kinds ({summary['tasks'] - summary['counted']} 'other' not counted)")
+    r = summary["reachable"]
+    lines.append(f"  where the corpus has an example of the task's kind left: {_pct(r['same_kind'], r['counted'])}")
     for group, g in summary["per_group"].items():
         lines.append(f"  {group:12s} {_pct(g['same_kind'], g['counted'])}")
     for kind, k in summary["per_kind"].items():
         lines.append(f"  {kind:14s} {_pct(k['same_kind'], k['counted'])}")
     lines.append("mismatches (task [kind] -> example [kind]):")
     lines += [f"  {r['group']}/{r['task']} [{r['kind']}] -> {r['example']} [{r['example_kind']}]"
+              + ("" if r["reachable"] else "  (no example of its kind left)")
               for r in summary["mismatches"]] or ["  none"]
     lines.append("not counted ('other'):")
     lines += [f"  {r['group']}/{r['task']} -> {r['example']} [{r['example_kind']}]" for r in summary["other"]]
@@ -254,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         kb, kb_source = kernelbench_tasks(path, Path(tmp))
         groups = {"builtin": builtin, "kernelbench": kb}
         sources = {"builtin": "the built-in suite (PyTorch references)", "kernelbench": f"level 1, {kb_source}"}
-        summary = summarise(measure(groups, make_lookup(args.corpus, args.baseline)))
+        summary = summarise(measure(groups, make_lookup(args.corpus, args.baseline), args.corpus))
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
