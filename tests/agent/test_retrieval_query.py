@@ -141,3 +141,16 @@ def test_the_measurement_script_runs_on_its_sample(capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["counted"] >= 50 and summary["rate"] >= 0.8
     assert summary["per_group"]["kernelbench"]["counted"] >= 30
+
+
+def test_the_agents_retrieve_ranks_a_pytorch_reference_by_operators_leaving_its_own_kernel_out():
+    from kernelwright.agent.brief import brief_for
+    from kernelwright.agent.session import make_retrieve
+    from kernelwright.suites.runner import load_suite_tasks
+
+    tasks = {t.name: t for t in load_suite_tasks("builtin", None)[0]}
+    retrieve = make_retrieve()
+    for name, kind in (("row_sum", "reduction"), ("vector_add", "elementwise"), ("layernorm", "normalisation")):
+        task = tasks[name]
+        example = retrieve(brief_for(task).reference_code, task)
+        assert example is not None and example.name != name and kind_of(example.code) == kind, (name, example)
