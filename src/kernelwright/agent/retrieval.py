@@ -1,4 +1,5 @@
-"""1-shot example retrieval by code similarity (BM25 over code tokens), as in GEAK.
+"""1-shot example retrieval by code similarity (BM25 over code tokens), as in GEAK; for a query in
+PyTorch or prose, by its operators (`best_for`, with the weighted query of `agent/operators.py`).
 
 The corpus holds Triton programs: the built-in suite's reference kernels, plus any user corpus (a
 folder of .py files, searched recursively, or a JSON list such as TritonBench's `train_crawl.json`,
