@@ -1,4 +1,5 @@
-"""1-shot example retrieval by code similarity (BM25 over code tokens), as in GEAK.
+"""1-shot example retrieval by code similarity (BM25 over code tokens), as in GEAK; for a query in
+PyTorch or prose, by its operators (`best_for`, with the weighted query of `agent/operators.py`).
 
 The corpus holds Triton programs: the built-in suite's reference kernels, plus any user corpus (a
 folder of .py files, searched recursively, or a JSON list such as TritonBench's `train_crawl.json`,
@@ -41,6 +42,10 @@ SHINGLE = 5
 # every other pair scores below 0.45. 0.5 errs on the side of excluding: a lost example costs
 # little, a leaked answer voids the run.
 EXCLUDE_SIMILARITY = 0.5
+# Weight of the plain code-token BM25 in an operator-ranked retrieval (`Retriever.ranked_weighted`):
+# at most half of one fully matched operator token, so it orders examples of the same operators
+# (layernorm before rmsnorm for a LayerNorm) without overriding them.
+TIE_BREAK = 0.5
 
 _JIT = re.compile(r"@triton\.jit\b")
 # TritonBench files: kernel + wrapper, a separator line of '#', then the test harness
@@ -332,6 +337,7 @@ class Retriever:
         self.corpus = corpus
         self.threshold = threshold
         self._bm25 = None
+        self._sets: list[frozenset] | None = None
         if len(corpus):
             tokens = corpus.tokens
             # BM25Okapi divides by the average length: an all-empty corpus would fail
@@ -367,6 +373,59 @@ class Retriever:
         source texts (a `Path` also excludes by its file name); `exclude_names` file names or stems."""
         ranked = self.ranked(query, exclude, k=1, exclude_names=exclude_names)
         return ranked[0][0] if ranked else None
+
+    def best_for(self, query: str, instruction: str = "", exclude: Sequence[str | os.PathLike] = (),
+                 exclude_names: Sequence[str] = ()) -> Example | None:
+        """The example for a task's query: a Triton-code query (a start kernel, a candidate to fix
+        or optimize) goes to `best`, GEAK's code similarity, unchanged; a PyTorch or prose query is
+        ranked by its operators (`operators.operator_query`, with the task's instruction), and
+        falls back to `best` when it names no known operator."""
+        from .operators import is_triton_code, operator_query
+
+        weights = {} if is_triton_code(query) else operator_query(query, instruction)
+        if not weights:
+            return self.best(query, exclude, exclude_names)
+        ranked = self.ranked_weighted(weights, query, exclude, k=1, exclude_names=exclude_names)
+        return ranked[0][0] if ranked else None
+
+    def ranked_weighted(self, weights: dict[str, float], query: str = "",
+                        exclude: Sequence[str | os.PathLike] = (), k: int = 5,
+                        exclude_names: Sequence[str] = ()) -> list[tuple[Example, float]]:
+        """Up to k (example, score) pairs, best first. The score: the weighted sum of the positive
+        tokens' BM25 scores, less, for each negative token the example holds, |weight| times the
+        best positive score of any example or TIE_BREAK if larger (so a kernel with machinery the
+        task does not need ranks below every kernel without it, whatever else it shares), plus the plain code-token
+        BM25 of `query` scaled into [0, TIE_BREAK] to order examples the operators rank alike."""
+        if self._bm25 is None or not weights:
+            return []
+        scores = [0.0] * len(self.corpus)
+        for token, w in weights.items():
+            if w > 0:
+                for i, s in enumerate(self._bm25.get_scores([token])):
+                    scores[i] += w * float(s)
+        unit = max(max(scores), TIE_BREAK)
+        held = self._token_sets()
+        for token, w in weights.items():
+            if w < 0:
+                scores = [s + w * unit if token in held[i] else s for i, s in enumerate(scores)]
+        tie = self._bm25.get_scores(list(dict.fromkeys(tokenize(query)))) if query else []
+        top = max((float(t) for t in tie), default=0.0)
+        if top > 0:
+            scores = [s + TIE_BREAK * float(t) / top for s, t in zip(scores, tie)]
+        excluded = self._excluded(exclude, exclude_names)
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], self.corpus.examples[i].name))
+        out: list[tuple[Example, float]] = []
+        for i in order:
+            if len(out) >= k:
+                break
+            if not self.is_excluded(self.corpus.examples[i], excluded):
+                out.append((self.corpus.examples[i], scores[i]))
+        return out
+
+    def _token_sets(self) -> list[frozenset]:
+        if self._sets is None:
+            self._sets = [frozenset(tokens) for tokens in self.corpus.tokens]
+        return self._sets
 
     def is_excluded(self, example: Example, excluded: "_Excluded") -> bool:
         if example.file_name.lower() in excluded.names:

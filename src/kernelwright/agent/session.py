@@ -69,7 +69,8 @@ def golden_sources(task: Task) -> list[str]:
 
 
 def make_retrieve(corpus_paths: Sequence[Path] = ()) -> Callable[[str, Task], Example | None]:
-    """(query, task) -> the most similar example by code, never the task's own solution."""
+    """(query, task) -> the 1-shot example (`Retriever.best_for`: code similarity for a Triton-code
+    query, the operators of a PyTorch one), never the task's own solution."""
     from .retrieval import Retriever, load_corpus
 
     retriever = Retriever(load_corpus(list(corpus_paths)))
@@ -80,7 +81,7 @@ def make_retrieve(corpus_paths: Sequence[Path] = ()) -> Callable[[str, Task], Ex
         with lock:
             if task.ref not in excluded:
                 excluded[task.ref] = golden_sources(task)
-            return retriever.best(query, exclude=excluded[task.ref])
+            return retriever.best_for(query, task.instruction, exclude=excluded[task.ref])
 
     return retrieve
 
