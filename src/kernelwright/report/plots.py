@@ -83,7 +83,9 @@ def _curve(ax: Any, xs: list[int], points: list[dict[str, Any]], names: list[tup
         ys = [_value(p["metrics"], name) for p in points]
         pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
         if pts:
-            ax.plot(*zip(*pts), marker="o", label=label, color=color)
+            dashed = name == "call accuracy"
+            ax.plot(*zip(*pts), marker="o", label=label, color=color, ls="--" if dashed else "-",
+                    lw=3.0 if dashed else 1.5, alpha=0.8 if dashed else 1.0)
             drawn = True
     return drawn
 
@@ -91,7 +93,7 @@ def _curve(ax: Any, xs: list[int], points: list[dict[str, Any]], names: list[tup
 def _speed_panel(ax: Any, xs: list[int], points: list[dict[str, Any]], why: str, xlabel: str) -> None:
     if not _curve(ax, xs, points, [("GEAK speedup", "GEAK speedup (mean)", PALETTE["geak"]),
                                    ("geomean speedup", "geomean speedup", PALETTE["geo"])]):
-        _empty(ax, why or "no correct task was timed")
+        _empty(ax, f"nothing was timed ({why})" if why else "no correct task was timed")
         return
     band = [(x, p["geomean_ci95"]) for x, p in zip(xs, points) if p.get("geomean_ci95")]
     if band:
@@ -106,6 +108,7 @@ def _speed_panel(ax: Any, xs: list[int], points: list[dict[str, Any]], why: str,
 
 def _accuracy_panel(ax: Any, xs: list[int], points: list[dict[str, Any]], extra: list[tuple[str, str, str]],
                     xlabel: str) -> None:
+    # call accuracy dashed and wider: it often equals execution accuracy and would hide under it
     _curve(ax, xs, points, [("call accuracy", "call accuracy", PALETTE["call"]),
                             ("execution accuracy", "execution accuracy", PALETTE["exec"]), *extra])
     ax.set_ylim(-0.03, 1.03)
@@ -179,6 +182,10 @@ def cost_per_task(run: RunData) -> Plot:
         ax.set_yticks(ys, [t.name for t in tasks], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel(label + " per task (green: solved)")
+        if not any(t.result.get(key) for t in tasks):
+            ax.set_xlim(0, 1)
+            ax.text(0.5, 0.5, f"no {label} recorded", ha="center", va="center", transform=ax.transAxes,
+                    fontsize=9, color="#666")
     tokens = sum(t.result.get("tokens") or 0 for t in tasks)
     cost = sum(t.result.get("cost_usd") or 0.0 for t in tasks)
     per = (f"{tokens / len(solved):.0f} tokens and ${cost / len(solved):.4f} per solved task ({len(solved)} solved)"
