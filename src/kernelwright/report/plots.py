@@ -45,13 +45,13 @@ def require() -> None:
     _pyplot()
 
 
-def to_svg(fig: Any, key: str) -> str:
+def to_svg(fig: Any, key: str, tight: bool = True) -> str:
     """The figure as an inline <svg> element. Each figure's ids (clip paths, markers) are salted
     with its key: matplotlib derives them from a hash, and two plots in one page must not share one."""
     matplotlib, plt = _pyplot()
     with matplotlib.rc_context({"svg.hashsalt": key, "svg.fonttype": "none"}):
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.savefig(buf, format="svg", bbox_inches="tight" if tight else None)
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]
@@ -243,34 +243,39 @@ def failure_kinds(run: RunData) -> Plot:
 
 
 def latency(task: TaskView, index: int) -> Plot | None:
-    """Both sides' median latency per timed shape, with intervals, and the speedup's 95% interval."""
+    """Both sides' median latency per timed shape, with intervals; the speedup and its 95% interval
+    above each pair. One panel with fixed margins: a run has a plot per task, and matplotlib's
+    tight bounding box draws every figure twice (it was most of a 30-task report's time)."""
+    from matplotlib.ticker import NullLocator
+
     rows = task.timings
     if not rows:
         return None
-    fig, (left, right) = _figure(2, 9.6, 3.0)
+    fig, (ax,) = _figure(1, 7.0, 3.0)
     xs = list(range(len(rows)))
     for offset, side, color, label in ((-0.2, "ref", PALETTE["ref"], "reference"),
                                        (0.2, "cand", PALETTE["cand"], "kernel")):
-        ys = [r[f"{side}_ms"] or 0.0 for r in rows]
-        err = _errors(rows, side)
-        left.bar([x + offset for x in xs], ys, 0.4, color=color, label=label,
-                 yerr=err, capsize=2, error_kw={"lw": 0.8})
+        ax.bar([x + offset for x in xs], [r[f"{side}_ms"] or 0.0 for r in rows], 0.4, color=color, label=label,
+               yerr=_errors(rows, side), capsize=2, error_kw={"lw": 0.8})
     roof = [(x, r["roofline_ms"]) for x, r in zip(xs, rows) if r.get("roofline_ms")]
     if roof:
-        left.scatter(*zip(*roof), marker="_", s=200, color="#000", label="roofline", zorder=3)
-    left.set_ylabel("median latency (ms)")
-    left.set_xticks(xs, [r["label"] for r in rows], rotation=30, ha="right", fontsize=7)
-    left.legend(fontsize=7)
-    sp = [r["speedup"] or 0.0 for r in rows]
-    ci = [r["ci95"] for r in rows]
-    yerr = [[max(0.0, s - c[0]) if c else 0.0 for s, c in zip(sp, ci)],
-            [max(0.0, c[1] - s) if c else 0.0 for s, c in zip(sp, ci)]]
-    right.errorbar(xs, sp, yerr=yerr, fmt="o", color=PALETTE["geak"], capsize=3)
-    right.axhline(1.0, color="#444", lw=0.8, ls="--")
-    right.set_ylabel("speedup (95% interval)")
-    right.set_xticks(xs, [r["label"] for r in rows], rotation=30, ha="right", fontsize=7)
+        ax.scatter(*zip(*roof), marker="_", s=300, color="#000", label="roofline", zorder=3)
+    top = max(max(r["ref_ms"] or 0.0, r["cand_ms"] or 0.0) for r in rows)
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_locator(NullLocator())  # minor ticks of a log axis: most of the drawing time
+    for x, r in zip(xs, rows):
+        ci = r.get("ci95")
+        text = f"{r['speedup']:.2f}x" if r.get("speedup") is not None else ""
+        if ci and text:
+            text += f"\n[{ci[0]:.2f}, {ci[1]:.2f}]"
+        ax.text(x, top * 1.6, text, ha="center", va="bottom", fontsize=7)
+    ax.set_ylim(top=top * 8)
+    ax.set_ylabel("median latency (ms, log)")
+    ax.set_xticks(xs, [r["label"] for r in rows], rotation=20, ha="right", fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", ncol=3)
+    fig.subplots_adjust(left=0.1, right=0.98, top=0.97, bottom=0.28)
     key = f"latency-{index}"
-    return Plot(key, "Latency per shape", _latency_caption(rows), to_svg(fig, key))
+    return Plot(key, "Latency per shape", _latency_caption(rows), to_svg(fig, key, tight=False))
 
 
 def _errors(rows: list[dict[str, Any]], side: str) -> list[list[float]] | None:
@@ -288,9 +293,11 @@ def _errors(rows: list[dict[str, Any]], side: str) -> list[list[float]] | None:
 
 def _latency_caption(rows: list[dict[str, Any]]) -> str:
     if any(r.get("ref_range") for r in rows):
-        return "Bars: each side's median; whiskers: its range over the timed blocks."
+        return ("Bars: each side's median; whiskers: its range over the timed blocks. Above each shape: "
+                "the speedup and its 95% interval.")
     return ("Bars: each side's median; the kernel's whiskers: its latency at the ends of the speedup's "
-            "95% interval (the run keeps medians and that interval).")
+            "95% interval (the run keeps medians and that interval). Above each shape: the speedup and "
+            "that interval.")
 
 
 def run_plots(run: RunData) -> list[Plot]:
