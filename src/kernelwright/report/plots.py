@@ -158,6 +158,11 @@ def speedup_distribution(run: RunData) -> Plot:
         bins = [lo * (hi / lo) ** (i / 20) for i in range(21)]
         ax.hist(speeds, bins=bins, color=PALETTE["cand"], edgecolor="white")
         ax.set_xscale("log")
+        from matplotlib.ticker import FuncFormatter
+
+        plain = FuncFormatter(lambda v, _: f"{v:g}")  # 2, not 2x10^0
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(plain)
         ax.axvline(1.0, color="#444", lw=0.8, ls="--")
         ax.set_xlabel("best speedup of the task (log scale)")
         ax.set_ylabel("tasks")
@@ -272,8 +277,8 @@ def latency(task: TaskView, index: int) -> Plot | None:
     ax.set_ylim(top=top * 8)
     ax.set_ylabel("median latency (ms, log)")
     ax.set_xticks(xs, [r["label"] for r in rows], rotation=20, ha="right", fontsize=7)
-    ax.legend(fontsize=7, loc="upper left", ncol=3)
-    fig.subplots_adjust(left=0.1, right=0.98, top=0.97, bottom=0.28)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside: the speedups sit on top
+    fig.subplots_adjust(left=0.1, right=0.84, top=0.97, bottom=0.28)
     key = f"latency-{index}"
     return Plot(key, "Latency per shape", _latency_caption(rows), to_svg(fig, key, tight=False))
 
