@@ -127,6 +127,7 @@ def pytest_collection_modifyitems(config, items):
 # * then the rest, longest first (seconds, each file run alone on a 2-core machine, rounded; a
 #   file not listed counts as short: under 5 s), so that the short files fill the end.
 FILE_SECONDS = {
+    "tests/report/test_report.py": 75,  # a bench run, reports, headless Chromium
     "tests/agent/test_agent_cli.py": 60,
     "tests/test_builtin_suite.py": 55,  # two reference-check processes: both cores
     "tests/agent/test_bench.py": 45,

@@ -55,23 +55,30 @@ class StoreError(RuntimeError):
 
 class RunStore:
     def __init__(self, run_dir: Path | str, *, create: bool = True,
-                 decode: Callable[[dict[str, Any]], Any] | None = None) -> None:
+                 decode: Callable[[dict[str, Any]], Any] | None = None, readonly: bool = False) -> None:
+        """`readonly`: only read (reports, `show`): the database is opened read-only and nothing
+        is written, not even the schema, so a run still going is never disturbed (WAL: the
+        writer goes on while this reads a consistent snapshot per query)."""
         self.run_dir = Path(run_dir).expanduser().resolve()
         self.decode = decode
         path = self.run_dir / DB_NAME
-        if not create and not path.is_file():
+        if (readonly or not create) and not path.is_file():
             raise StoreError(f"{self.run_dir} is not a kernelwright run directory (no {DB_NAME}); "
                              "pass the --out directory of an earlier run")
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        if readonly:
+            self._db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                                       isolation_level=None, timeout=30)
+        else:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
         version = self.get_meta("schema_version")
-        if version is None:
+        if version is None and not readonly:
             self.put_meta("schema_version", SCHEMA_VERSION)
-        elif version != SCHEMA_VERSION:
+        elif version is not None and version != SCHEMA_VERSION:
             raise StoreError(f"{path} has schema version {version}; this kernelwright reads {SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -145,6 +152,15 @@ class RunStore:
         for row in out:
             row["messages"] = json.loads(row["messages"])
         return out
+
+    def call_stats(self) -> list[dict[str, Any]]:
+        """Every call's numbers (no prompt, no answer), in order: what a report shows of each call,
+        without reading and decoding every prompt of the run."""
+        with self._lock:
+            cursor = self._db.execute("SELECT task, run, attempt, role, model, input_tokens, output_tokens, cost_usd, "
+                                      "cache_hit, finish_reason, latency_s, error FROM llm_calls ORDER BY id")
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, r)) for r in cursor.fetchall()]
 
     def call_count(self, task: str | None = None) -> int:
         query, args = "SELECT COUNT(*) FROM llm_calls", []

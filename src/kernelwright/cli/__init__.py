@@ -26,6 +26,7 @@ from . import (
     judge_cmds,  # noqa: E402,F401
     llm_cmds,  # noqa: E402,F401
     profile_cmds,  # noqa: E402,F401
+    report_cmds,  # noqa: E402,F401
     suite_cmds,  # noqa: E402,F401
 )
 

@@ -165,6 +165,14 @@ def _concurrency(spec, asked: int | None, workers_per_device: int | None = None)
 
 def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str, Any]:
     """metrics.json of a bench run, from the store alone."""
+    report = run_metrics(store, spec, judge)
+    (store.run_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def run_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What metrics.json holds, computed from the store without writing anything (`kernelwright
+    show` and `report` read a run still going, through a read-only store)."""
     from ..agent.scaling import scaling
 
     names = sorted(set(task_names_of(spec)) | set(spec.unsupported))
@@ -180,7 +188,6 @@ def write_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str,
                    "llm_calls": store.call_count(), "timed": timed, "untimed_why": untimed or None})
     if judge is not None:
         report["judge"] = judge
-    (store.run_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
