@@ -267,6 +267,24 @@ def summarize(grouped: Outcomes, exclude_unsupported: bool = False,
     return Summary(metrics, not_judged, exclude_unsupported)
 
 
+def shrunk_note(factor: float) -> str:
+    """What labels the speed metrics of a run judged at shrunk sizes (--shrink, tasks/shrink.py):
+    a speedup at a smoke run's sizes is not the problem's own."""
+    return f"speed at problem sizes shrunk by --shrink {factor:g}, not the problems' own"
+
+
+def is_speed(name: str) -> bool:
+    return "speedup" in name or name.startswith("fast_")
+
+
+def label_shrunk(metrics: Sequence[Metric], factor: float | None) -> list[Metric]:
+    """The metrics with every speed metric's note saying the sizes were shrunk (None: as they are)."""
+    if factor is None:
+        return list(metrics)
+    return [replace(m, denominator_note=f"{m.denominator_note}; {shrunk_note(factor)}") if is_speed(m.name) else m
+            for m in metrics]
+
+
 def _fmt(v: float | None, digits: int = 4) -> str:
     if v is None:
         return "n/a"

@@ -52,6 +52,9 @@ class RunSpec:
     # metrics count by them (a ref's text need not be the name: KernelBench's level1/19_ReLU.py
     # is the task L1_19_ReLU). Empty in runs from before this field: see task_names_of.
     task_names: tuple[str, ...] = ()
+    # --shrink F: the tasks were judged at sizes shrunk by F (their refs say so too:
+    # "shrunk:F:..."); None: at their own sizes
+    shrink: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -83,6 +83,7 @@ class Attempt:
     # the judge's profile of the kernel (Verdict.profile, docs/profile.md): {} when none was made
     # (profiling off, a failing kernel, a record stored before profiles). Not hashed: a dict.
     profile: dict[str, Any] = field(default_factory=dict, hash=False)
+    shrink: float | None = None   # the verdict's --shrink F: judged at shrunk sizes (None: its own)
 
     def __post_init__(self) -> None:
         if type(self.mode) is not Mode:
@@ -118,7 +119,7 @@ class Attempt:
             flags=tuple(verdict.flags), reason=(verdict.reason or "").splitlines()[0][:500] if verdict.reason else "",
             feedback=feedback, judge_s=float(verdict.stage_seconds.get("total", 0.0)),
             # (getattr: a verdict of a judge without profiles has no such field)
-            profile=dict(getattr(verdict, "profile", None) or {}))
+            profile=dict(getattr(verdict, "profile", None) or {}), shrink=getattr(verdict, "shrink", None))
 
 
 def _interval(ci: Sequence[float] | None) -> tuple[float, float] | None:

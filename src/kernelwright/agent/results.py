@@ -46,7 +46,8 @@ def _summary(a: Attempt) -> dict[str, Any]:
     return {"run": a.run, "index": a.index, "mode": a.mode.value, "kind": a.kind, "stage": a.stage,
             "speedup": a.speedup, "speedup_geomean": a.speedup_geomean, "speedup_ci95": a.speedup_ci95,
             "candidate_id": a.candidate_id, "reason": a.reason,
-            "timings": [asdict(t) for t in a.timings]}
+            "timings": [asdict(t) for t in a.timings],
+            **({"shrink": a.shrink} if a.shrink is not None else {})}  # (--shrink: judged at shrunk sizes)
 
 
 def fastest_verified(attempts: Iterable[Attempt]) -> Attempt | None:

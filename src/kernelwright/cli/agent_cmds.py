@@ -45,6 +45,7 @@ from .options import (
     NoProfileOpt,
     ProfileOpt,
     SandboxOpt,
+    ShrinkOpt,
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
@@ -119,6 +120,7 @@ def generate_command(
     judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
+    shrink: ShrinkOpt = AGENT.shrink,
     out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Write a Triton kernel with the agent: from your instruction and PyTorch reference, or for
@@ -153,6 +155,7 @@ def optimize_command(
     judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
+    shrink: ShrinkOpt = AGENT.shrink,
     out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Make your working Triton kernel faster: the agent starts from it and returns a faster
@@ -228,6 +231,7 @@ def _task_and_start(command: str, opts: AgentOptions):
     directory, and whether that did not exist before this command (its to remove if the run
     cannot start)."""
     from ..agent.usertask import UserTaskError, build_user_task
+    from ..tasks.shrink import shrink_task
     from .judge_cmds import load_task_or_exit
 
     if command == "optimize":
@@ -244,14 +248,14 @@ def _task_and_start(command: str, opts: AgentOptions):
                              "the CPU interpreter times nothing by default") + ": run it on a GPU, or pass --perf "
                              "--force to time under the interpreter (slow; interpreter times say nothing about "
                              "GPU speed)")
-        task = load_task_or_exit(opts.task, opts.suite, opts.path)
+        task = shrink_task(load_task_or_exit(opts.task, opts.suite, opts.path), opts.shrink)
         interpreter_timing(opts, [task])
         out = opts.out or _default_out(task.name)
         return task, start_code, out, not Path(out).exists()
     if opts.task is not None:
         if opts.instruction or opts.entry or opts.reference:
             raise ValueError("give either --task, or an INSTRUCTION with --entry and --reference, not both")
-        task = load_task_or_exit(opts.task, opts.suite, opts.path)
+        task = shrink_task(load_task_or_exit(opts.task, opts.suite, opts.path), opts.shrink)
         interpreter_timing(opts, [task])
         out = opts.out or _default_out(task.name)
         return task, None, out, not Path(out).exists()
@@ -266,7 +270,7 @@ def _task_and_start(command: str, opts: AgentOptions):
     fresh = not Path(out).exists()
     try:
         task_file = build_user_task(opts.instruction, opts.entry, opts.reference, opts.tests, Path(out) / "task", name)
-        return load_task_file(task_file), None, out, fresh
+        return shrink_task(load_task_file(task_file), opts.shrink), None, out, fresh
     except (UserTaskError, TaskFileError) as exc:
         if fresh:
             shutil.rmtree(out, ignore_errors=True)

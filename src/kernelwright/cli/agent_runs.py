@@ -12,8 +12,8 @@ pings only when the model will be asked something: a failing kernel without `--f
 verdict and exit status 2 with no request at all. A resumed run pings when it has work left.
 
 A resumed run keeps what it was started with: a flag that would change what the run is (the
-model, the task, the ablation switches, the temperature, the seeds, the judge's settings) is
-refused, naming it, unless it repeats the stored value. `--iterations`, `--runs` and the budgets
+model, the task, the ablation switches, the temperature, the seeds, the judge's settings,
+--shrink) is refused, naming it, unless it repeats the stored value. `--iterations`, `--runs` and the budgets
 extend the run: the spec is rewritten, and the task-runs that ended because the old limit was
 reached are reopened. The flags of the machine (`--base-url`, `--no-cache`, `--offline`,
 `--config`, the concurrencies) are read each time.
@@ -180,7 +180,7 @@ def _stored_value(spec: RunSpec, name: str) -> tuple[bool, Any]:
     if name in ("profile", "no_profile"):  # (one setting of the run's: its profile level)
         return True, spec.profile if name == "profile" else spec.profile == "off"
     if name in ("device", "judge_seeds", "judge_base_seed", "perf", "timeout_scale", "sandbox",
-                "max_perf_cases", "mode", "model") or (name == "suite" and spec.command == "bench"):
+                "max_perf_cases", "mode", "model", "shrink") or (name == "suite" and spec.command == "bench"):
         return True, getattr(spec, name)
     return False, None  # the task, its files, the prompts, the corpus: refused whenever given
 

@@ -60,7 +60,9 @@ from .options import (
     NoProfileOpt,
     ProfileOpt,
     SandboxOpt,
+    ShrinkOpt,
     TasksOpt,
+    shrunk_tasks,
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
@@ -95,6 +97,7 @@ def bench_command(
     max_perf_cases: PerfCasesOpt = AGENT.max_perf_cases, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
+    shrink: ShrinkOpt = AGENT.shrink,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/bench-<suite>-<time>)")] = AGENT.out,
     resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
@@ -123,7 +126,7 @@ def bench_command(
         else:
             model_id = chosen_model(opts)
             backend, _ = detect_backend(opts.device)
-            all_tasks = load_tasks(opts.suite, opts.path, opts.tasks)
+            all_tasks = shrunk_tasks(load_tasks(opts.suite, opts.path, opts.tasks), opts.shrink)
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
             runnable = [t for t in all_tasks if t.name not in unsupported]
             spec = opts.run_spec("bench", task_refs=tuple(t.ref for t in runnable),
@@ -188,7 +191,24 @@ def run_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str, A
                    "llm_calls": store.call_count(), "timed": timed, "untimed_why": untimed or None})
     if judge is not None:
         report["judge"] = judge
+    _label_shrunk(report, spec.shrink)
     return report
+
+
+def _label_shrunk(report: dict[str, Any], factor: float | None) -> None:
+    """metrics.json says whether the run was judged at shrunk sizes (--shrink, with F), and each
+    speed metric of a shrunk run says so in its note."""
+    from ..metrics import is_speed, shrunk_note
+
+    report["shrink"] = factor
+    if factor is None:
+        return
+    points = [*report.get("per_iteration", ()), *report.get("per_runs", ())]
+    points += [report["tuned"]] if report.get("tuned") else []
+    for point in points:
+        for name, metric in point.get("metrics", {}).items():
+            if is_speed(name):
+                metric["note"] = f"{metric.get('note') or ''}; {shrunk_note(factor)}".lstrip("; ")
 
 
 def task_names_of(spec) -> tuple[str, ...]:
@@ -201,6 +221,9 @@ def ref_name(ref: str) -> str:
     """A task's name from its reference (a file path, or SUITE:ROOT::KEY), for runs whose spec
     did not record the names. The key is the name for every adapter but KernelBench's, whose key
     is the problem's path (level1/19_ReLU.py names L1_19_ReLU)."""
+    from ..tasks.shrink import split_ref
+
+    ref = split_ref(ref)[1]  # (a shrunk task's ref: "shrunk:F:<ref>")
     if "::" not in ref:
         return Path(ref).stem
     key = ref.rsplit("::", 1)[-1]
@@ -221,6 +244,9 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
     console.print(f"[bold]{escape(report['suite'] or report.get('command') or 'bench')}[/], mode {escape(report['mode'])}, "
                   f"{report['tasks']} tasks × {report['runs']} runs × {report['iterations']} iterations "
                   f"({len(report['unsupported'])} unsupported here, counted as failures)", highlight=False)
+    if report.get("shrink") is not None:
+        console.print(f"[yellow]shrunk:[/] judged at problem sizes shrunk to about {report['shrink']:g} of their bytes "
+                      "(--shrink): speedups are of those sizes, not the problems' own", highlight=False)
     if report.get("untimed_why"):
         console.print(f"speed not measured ({escape(report['untimed_why'])}): no speedups, no fast_p above 0",
                       highlight=False)

@@ -16,6 +16,8 @@ from rich.text import Text
 from . import app
 from .options import (
     Command,
+    ShrinkOpt,
+    shrunk_tasks,
     JudgeBaseSeedOpt,
     JudgeSeedsOpt,
     NoProfileOpt,
@@ -223,6 +225,7 @@ def eval_command(
                                help="With --perf under the CPU interpreter: time anyway (refused by default)."),
     profile: ProfileOpt = "basic",
     no_profile: NoProfileOpt = False,
+    shrink: ShrinkOpt = None,
 ) -> None:
     """Judge one candidate: static -> call -> correctness -> performance.
 
@@ -239,6 +242,10 @@ def eval_command(
     if baseline not in ("torch", "triton"):
         raise usage_error("--baseline must be 'torch' or 'triton'")
     task_obj = load_task_or_exit(task, suite, path)
+    try:
+        (task_obj,) = shrunk_tasks([task_obj], shrink)
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
     if baseline == "triton" and task_obj.triton_reference is None:
         raise usage_error(f"task {task_obj.name} has no Triton reference; use --baseline torch")
     options = judge_options(judge_seeds=judge_seeds, judge_base_seed=judge_base_seed, perf=perf,
@@ -338,6 +345,9 @@ def print_verdict(verdict) -> None:
     colour = "green" if ok else "red"
     device = verdict.device.get("name", "")
     console.print(f"[bold]{escape(verdict.task)}[/] <- {escape(verdict.candidate)}  [dim]{escape(device)}[/]")
+    if getattr(verdict, "shrink", None) is not None:
+        console.print(f"  [yellow]shrunk:[/] judged at problem sizes shrunk to about {verdict.shrink:g} of their bytes "
+                      "(--shrink); a speedup is of those sizes", highlight=False)
     stages = ["static", "call", "correctness", "performance"]
     failed_at = stages.index(verdict.stage) if verdict.stage in stages else None
     measured = any(c.kind == "performance" and c.ok for c in verdict.cases)

@@ -10,6 +10,7 @@ that has that meaning (docs/cli.md's table lists them).
     --workers-per-device N the judge: worker processes per GPU (timing stays exclusive)
     --timeout-scale X      the judge: multiplies every stage's time limit
     --sandbox LEVEL        the judge: how candidates are confined (auto, strict, off)
+    --shrink F             the tasks: problem sizes shrunk to about F of their bytes (smoke runs)
 
 `AgentOptions` holds every option of the agent commands (generate, optimize, bench), typed, with
 its default written once here; the commands' signatures take their defaults from it. Flags that
@@ -76,6 +77,29 @@ ProfileOpt = Annotated[str, typer.Option(
          "metadata and the judge's timings, per own kernel launch, with a diagnosis), full (also Nsight "
          "Compute / rocprof counters), off; never changes a verdict")]
 NoProfileOpt = Annotated[bool, typer.Option("--no-profile", help="no profile (= --profile off)")]
+
+
+def _shrink_factor(value: float | None) -> float | None:
+    from ..tasks.shrink import check_factor
+
+    try:
+        return check_factor(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--shrink must be ")) from None
+
+
+ShrinkOpt = Annotated[float | None, typer.Option(
+    "--shrink", metavar="F", callback=_shrink_factor,
+    help="smoke runs on small machines: shrink every case's problem sizes to about F (0 < F <= 1) of "
+         "their bytes; recorded in every verdict and the metrics as shrunk (docs/suites.md)")]
+
+
+def shrunk_tasks(tasks: Iterable[Any], factor: float | None) -> list[Any]:
+    """The tasks at sizes shrunk by --shrink (tasks/shrink.py); a task whose sizes cannot be
+    scaled (a GEAK or TritonBench-T task) is a ValueError naming it, for a usage error."""
+    from ..tasks.shrink import shrink_task
+
+    return [shrink_task(task, factor) for task in tasks]
 
 
 def profile_level(profile: str, no_profile: bool = False) -> str:
@@ -222,6 +246,7 @@ class AgentOptions:
     workers_per_device: int | None = None
     sandbox: str = "auto"
     profile: str = "basic"                        # --profile (off, basic, full)
+    shrink: float | None = None                   # --shrink F (None: the problems' own sizes)
     no_profile: bool = False                      # --no-profile: --profile off (the ablation switch)
     # the run
     out: Path | None = None
@@ -281,7 +306,7 @@ class AgentOptions:
             unsupported=dict(unsupported or {}), mode=self.mode, base_url=self.base_url,
             judge_base_seed=self.judge_base_seed, timeout_scale=self.timeout_scale,
             sandbox=self.sandbox, profile=profile_level(self.profile, self.no_profile),
-            task_names=tuple(task_names))
+            task_names=tuple(task_names), shrink=self.shrink)
 
 
 AGENT = AgentOptions()  # the defaults, for the commands' signatures

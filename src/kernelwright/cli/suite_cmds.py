@@ -17,6 +17,8 @@ from .progress_line import Field, ProgressLine
 from .judge_cmds import EXIT_USAGE, usage_error
 from .options import (
     Command,
+    ShrinkOpt,
+    shrunk_tasks,
     JudgeBaseSeedOpt,
     JudgeSeedsOpt,
     NoProfileOpt,
@@ -78,6 +80,7 @@ def judge_suite_command(
     sandbox: SandboxOpt = "auto",
     profile: ProfileOpt = "basic",
     no_profile: NoProfileOpt = False,
+    shrink: ShrinkOpt = None,
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
@@ -145,12 +148,14 @@ def judge_suite_command(
             try:
                 suite_tasks, problems = load_suite_tasks(suite, path)
                 only = {t.name for t in select_tasks(suite_tasks, names, suite, path)} if names else None
-            except SuiteUsageError as exc:
+                # (only the selected tasks: fitting a KernelBench problem's sizes runs its file)
+                suite_tasks = shrunk_tasks([t for t in suite_tasks if not only or t.name in only], shrink)
+            except (SuiteUsageError, ValueError) as exc:
                 raise usage_error(str(exc)) from None
             for file, reason in problems:
                 err.print(f"[yellow]not a task:[/] {escape(describe_unreadable(file, reason))}")
             work = plan([t for t in suite_tasks if not only or t.name in only], candidates, store, pool.backend,
-                        max_perf_cases=max_perf_cases, options=options)
+                        max_perf_cases=max_perf_cases, options=options, shrink=shrink)
             if work.already_done:
                 err.print(f"resuming {out}: {work.already_done} task(s) already judged (same candidate file and "
                           "judge options: not judged again)")
@@ -166,7 +171,7 @@ def judge_suite_command(
     wall = time.monotonic() - started
     selected = [t for t in suite_tasks if not only or t.name in only]
     report_suite(suite, candidates, store, out, selected, exclude_unsupported, wall, interrupted, as_json,
-                 work.rejudged if work else [], problems)
+                 work.rejudged if work else [], problems, shrink)
     if interrupted:
         err.print(f"[yellow]interrupted[/]: every finished task is saved in {out}; rerun the same command to resume")
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -195,19 +200,22 @@ class SuiteProgress:
 
 
 def report_suite(suite: str, candidates: str, store, out: Path, selected: list, exclude_unsupported: bool,
-                 wall: float, interrupted: bool, as_json: bool, rejudged: list, problems: list) -> None:
-    """The metrics of a suite run, and its failures grouped by kind (or all of it as JSON)."""
-    from ..metrics import format_table
+                 wall: float, interrupted: bool, as_json: bool, rejudged: list, problems: list,
+                 shrink: float | None = None) -> None:
+    """The metrics of a suite run, and its failures grouped by kind (or all of it as JSON); a
+    shrunk run (--shrink) says so, and labels its speed metrics."""
+    from ..metrics import format_table, label_shrunk
     from ..suites.runner import summarize
 
     summary = summarize(store, selected, exclude_unsupported)
+    summary.metrics = label_shrunk(summary.metrics, shrink)
     names = {t.name for t in selected}
     records = [r for r in store.records.values() if r.task in names]
     timed = sum(1 for r in records if r.verdict and r.verdict.get("speedup") is not None)
     failures = failure_groups(records)
     if as_json:
         print(json.dumps({"suite": suite, "candidates": candidates, "results_file": str(out), "wall_s": wall,
-                          "interrupted": interrupted, "timed_tasks": timed,
+                          "interrupted": interrupted, "timed_tasks": timed, "shrink": shrink,
                           "metrics": [m.__dict__ for m in summary.metrics],
                           "not_judged": [o.__dict__ for o in summary.not_judged],
                           "failures": {kind: [{"task": t, "reason": r, **({"hung_at": h} if h else {})}
@@ -219,6 +227,9 @@ def report_suite(suite: str, candidates: str, store, out: Path, selected: list, 
     else:
         if not timed:  # fast_p of untimed tasks is execution accuracy again (fast_0) or 0: noise
             summary.metrics = [m for m in summary.metrics if not m.name.startswith("fast_")]
+        if shrink is not None:
+            console.print(f"shrunk: judged at problem sizes shrunk to about {shrink:g} of their bytes (--shrink); "
+                          "speedups are of those sizes", markup=False, highlight=False)
         console.print(format_table(summary), markup=False, highlight=False, soft_wrap=True)
         if not timed:
             console.print("nothing was timed (--no-perf, or the CPU interpreter): no speedups, no fast_p")

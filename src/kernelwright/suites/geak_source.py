@@ -131,4 +131,9 @@ def geak_task(kernel_code: str, **fields: Any) -> Task:
                 tolerances=dict(GEAK_TOLERANCES), reference_in_float64=False,
                 requires_backend="hip" if amd else None,
                 requires_reason=f"calls AMD-only device functions ({', '.join(amd[:3])})" if amd else "",
-                **fields)
+                shrink_unsupported=GEAK_SIZES, **fields)
+
+
+# why --shrink cannot scale a GEAK task (tasks/shrink.py)
+GEAK_SIZES = ("GEAK's sizes are written in each test's code (its calls and pytest parameters), not data "
+              "kernelwright can scale")

@@ -129,12 +129,15 @@ class KernelBenchImpl:
         return self._models[key]
 
 
-def _loader(reference_path: Path) -> Callable[[str, str], KernelBenchImpl]:
+def _loader(reference_path: Path, sizes: dict[str, Any] | None = None) -> Callable[[str, str], KernelBenchImpl]:
+    from .kernelbench_shrink import sized_code
+
     def load(path: str, module_name: str) -> KernelBenchImpl:
         # The benchmark file's get_inputs/get_init_inputs, in a namespace of their own: in a
         # candidate's process they must not depend on anything the candidate file defines.
+        # `sizes`: its module-level sizes under --shrink (kernelbench_shrink.py).
         namespace: dict[str, Any] = {"__name__": "kernelwright_kernelbench_inputs", "__file__": str(reference_path)}
-        exec(compile(reference_path.read_text(), str(reference_path), "exec"), namespace)  # noqa: S102 - benchmark code
+        exec(sized_code(reference_path, sizes), namespace)  # noqa: S102 - benchmark code
         module = exec_module(module_name, Path(path).read_text(), path)
         # The reference side judges the file's own Model; a candidate must bring ModelNew.
         wanted = "ModelNew" if module_name == "candidate" else "Model"
@@ -193,7 +196,22 @@ def _sizes(impl: KernelBenchImpl, kind: str, case: Case) -> tuple[int, int] | No
     return size_in, size_out
 
 
-def kernelbench_task(root: Path, relpath: str) -> Task:
+def _shrinker(root: Path, relpath: str) -> Callable[[float], tuple[Task, str]]:
+    """--shrink F (tasks/shrink.py): the problem with its module-level sizes scaled."""
+    def shrink(factor: float) -> tuple[Task, str]:
+        from .kernelbench_shrink import shrunk_sizes
+
+        fitted = shrunk_sizes(root / relpath, factor)
+        if not fitted["sizes"]:
+            return kernelbench_task(root, relpath), "no module-level int sizes to scale: judged at its own sizes"
+        sizes = ", ".join(f"{k}={v}" for k, v in fitted["sizes"].items())
+        return kernelbench_task(root, relpath, fitted["sizes"]), f"{sizes} ({fitted['ratio']:.3g} of the bytes)"
+
+    return shrink
+
+
+def kernelbench_task(root: Path, relpath: str, sizes: dict[str, Any] | None = None) -> Task:
+    """The task of one problem file; `sizes`: its module-level sizes replaced (--shrink)."""
     path = root / relpath
     source = path.read_text()
     try:
@@ -202,25 +220,33 @@ def kernelbench_task(root: Path, relpath: str) -> Task:
         raise SuiteError(f"{relpath} does not parse: {exc.msg} at line {exc.lineno}") from None
     _check_defines(tree, path)
     level = relpath.split("/", 1)[0]
+    what = "get_inputs() at the file's sizes"
+    instruction = INSTRUCTION.format(relpath=relpath, source=source.strip())
+    if sizes:
+        shown = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+        what = f"get_inputs() at shrunk sizes ({shown})"
+        instruction += (f"\nJudged at shrunk sizes (--shrink): the file runs with {shown}; ModelNew must take "
+                        "its sizes from its constructor arguments and inputs.\n")
     return Task(
         name=task_name(relpath),
-        instruction=INSTRUCTION.format(relpath=relpath, source=source.strip()),
+        instruction=instruction,
         entry_point=EntryPoint("ModelNew", "class ModelNew(nn.Module): __init__(*get_init_inputs()); "
                                            "forward(*get_inputs())"),
         make_inputs=lambda case, gen: (),
         reference=lambda: None,
         # One case at the file's own sizes; the judge runs it under every seed (KernelBench: 5 trials).
-        visible_cases=[Case("any", label="get_inputs() at the file's sizes")],
+        visible_cases=[Case("any", label=what)],
         # The same inputs from other distributions (signed, large magnitude): one distribution
         # lets wrong kernels pass (an identity "ReLU" on torch.rand inputs); tasks/derived.py.
-        hidden_cases=derived_cases("get_inputs() at the file's sizes"),
-        perf_cases=[Case("any", label="get_inputs() at the file's sizes")],
+        hidden_cases=derived_cases(what),
+        perf_cases=[Case("any", label=what)],
         source_path=path,
         tolerances={dtype: KERNELBENCH_TOLERANCE for dtype in FLOAT_DTYPES},
         reference_in_float64=False,  # KernelBench compares with the model in its own precision
         tags=("kernelbench", level),
         ref=f"kernelbench:{root}::{relpath}",
-        load_impl=_loader(path),
+        load_impl=_loader(path, sizes),
+        shrinker=_shrinker(root, relpath),
         bind=_bind,
         sizes=_sizes,
         reference_impl=path,  # the judge's reference side runs its Model; it is not a Triton reference

@@ -145,8 +145,9 @@ def file_sha256(path: str | Path | None) -> str | None:
         return None
 
 
-def options_key(options: Any, backend: str) -> str:
-    """A short, stable digest of the judge options that decide a verdict (and the backend).
+def options_key(options: Any, backend: str, shrink: float | None = None) -> str:
+    """A short, stable digest of the judge options that decide a verdict (and the backend, and
+    --shrink: a verdict at shrunk sizes is not one at the problem's own).
     `resolution` is left out: it follows the number of workers sharing a GPU, not the user."""
     import hashlib
     from dataclasses import asdict, is_dataclass
@@ -157,6 +158,8 @@ def options_key(options: Any, backend: str) -> str:
         data = asdict(options) if is_dataclass(options) else dict(options or {})
     data.pop("resolution", None)
     data["backend"] = backend
+    if shrink is not None:
+        data["shrink"] = shrink
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -295,7 +298,8 @@ def expected_cost(task: Task, path: Path, max_perf_cases: int | None = None) -> 
 
 
 def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: str,
-         only: set[str] | None = None, max_perf_cases: int | None = None, options: Any = None) -> SuitePlan:
+         only: set[str] | None = None, max_perf_cases: int | None = None, options: Any = None,
+         shrink: float | None = None) -> SuitePlan:
     """What to judge, largest tasks first: a suite's wall time is set by its last task, and one
     with 56 parametrized cases started last ran minutes after every other had finished (ROCm's
     rmsnorm_fwd), as did one that compiles 401 autotuning configs (TritonBench's
@@ -307,7 +311,7 @@ def plan(tasks: Iterable[Task], candidates: str, store: ResultStore, backend: st
     judging started MAX_JUDGE_STARTS times without a verdict is a judge_error record, not judged;
     one whose judging started once without a verdict is judged alone (`alone`)."""
     to_judge, not_run, done, rejudged, prints, alone = [], [], 0, [], {}, set()
-    key = options_key(options, backend) if options is not None else None
+    key = options_key(options, backend, shrink) if options is not None else None
     for task in tasks:
         if only and task.name not in only:
             continue

@@ -255,6 +255,9 @@ def tritonbench_t_task(root: Path, stem: str) -> Task:
         bind=_bind,
         reference_impl=path,  # the judge's reference side runs the PyTorch operator
         suite="tritonbench-t",
+        # (--shrink, tasks/shrink.py)
+        shrink_unsupported="TritonBench-T's sizes are written in each test function's code, not data "
+                           "kernelwright can scale",
         notes=[] if info else [f"{path.name} is not listed in {STATS_JSON}: generic instruction"],
     )
 

@@ -22,7 +22,11 @@ def cache_root() -> Path:
 def ref_files(ref: str) -> list[str]:
     """What a process must be able to read to reload a task from its ref: the benchmark checkout
     of an adapter's ref ("<adapter>:<root>::<name>", see `Task.ref`), or a task file's directory
-    (a task file may read files beside it); and the suites' shared cache."""
+    (a task file may read files beside it); and the suites' shared cache. A shrunk task's ref
+    (`shrunk:F:<ref>`, tasks/shrink.py) reads what its own ref reads."""
+    from .shrink import split_ref
+
+    ref = split_ref(ref)[1]
     prefix, sep, rest = ref.partition(":")
     if sep and "::" in rest and os.sep not in prefix:
         files = [rest.rpartition("::")[0]]

@@ -167,6 +167,12 @@ class Task:
     # `sizes(impl, kind, case)`: (input bytes, output bytes) of one case, found without allocating
     # them (meta tensors), or None; the judge checks a problem fits the machine before building it
     sizes: Callable[..., tuple[int, int] | None] | None = None
+    # --shrink (tasks/shrink.py): the factor this task's sizes were shrunk by (None: its own
+    # sizes); an adapter's `shrinker(F)` -> (shrunk task, note), where its sizes are data; and,
+    # where they are not, why (shown in the usage error)
+    shrink: float | None = None
+    shrinker: Callable[[float], tuple["Task", str]] | None = None
+    shrink_unsupported: str = ""
 
     def __post_init__(self) -> None:
         if not self.ref:

@@ -39,7 +39,12 @@ ADAPTERS: dict[str, "Callable[[str], Task]"] = {}
 
 
 def load_task_ref(ref: str) -> Task:
-    """Reload a task from its `Task.ref`: a task file's path, or "<adapter>:<adapter's own ref>"."""
+    """Reload a task from its `Task.ref`: a task file's path, or "<adapter>:<adapter's own ref>";
+    either one behind "shrunk:F:" (--shrink, tasks/shrink.py) is that task at its shrunk sizes."""
+    from .shrink import PREFIX, load_shrunk
+
+    if ref.startswith(PREFIX + ":"):
+        return load_shrunk(ref, load_task_ref)
     prefix, sep, rest = ref.partition(":")
     if sep and prefix in _adapters():
         return _adapters()[prefix](rest)

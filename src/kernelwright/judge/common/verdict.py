@@ -244,6 +244,9 @@ class Verdict:
     # perf case (`judge/common/profile.py`, docs/judge.md): {} when off or failed, {"skipped": why}
     # where none could be made; it never changes anything else of the verdict
     profile: dict[str, Any] = field(default_factory=dict)
+    # --shrink F: the task was judged at problem sizes shrunk to about F of their bytes
+    # (tasks/shrink.py; its cases' labels and parameters are the shrunk ones); None: its own sizes
+    shrink: float | None = None
 
     def __post_init__(self) -> None:
         self.kind = FailureKind(self.kind)  # (its value, read back from a stored verdict, or a typo: ValueError)
@@ -264,7 +267,8 @@ class Verdict:
             lines = [f"verdict: passed (kind passed) - {self.reason}"]
             if self.speedup is not None:
                 ci = f" (95% CI {self.speedup_ci95[0]:.3f}-{self.speedup_ci95[1]:.3f})" if self.speedup_ci95 else ""
-                lines.append(f"speedup over the {self.baseline} baseline: {self.speedup:.3f}x{ci}")
+                shrunk = f" at sizes shrunk by --shrink {self.shrink:g}" if self.shrink is not None else ""
+                lines.append(f"speedup over the {self.baseline} baseline{shrunk}: {self.speedup:.3f}x{ci}")
             return shorten("\n".join(lines), max_chars)
         lines = [f"verdict: failed at stage {self.stage} (kind {self.kind})", f"reason: {self.reason}"]
         failing = next((c for c in self.cases if c.ok is False), None)

@@ -293,6 +293,7 @@ class JudgePool:
                     path = written = self._write_source(code, candidate_id)  # type: ignore[arg-type]
                 verdict = self._judge_file(task, path, options)
                 verdict.candidate_id = candidate_id
+            verdict.shrink = task.shrink  # every verdict says whether its sizes were shrunk (--shrink)
             _settle(future, result=verdict)
         except PoolClosed as exc:
             _settle(future, error=exc)
@@ -302,9 +303,10 @@ class JudgePool:
             elif raise_errors:
                 _settle(future, error=exc)
             else:
-                _settle(future, result=judge_error_verdict(task.name, str(path or candidate_id),
-                                                           f"internal judge error: {exc!r}",
-                                                           detail=traceback.format_exc(), candidate_id=candidate_id))
+                verdict = judge_error_verdict(task.name, str(path or candidate_id), f"internal judge error: {exc!r}",
+                                              detail=traceback.format_exc(), candidate_id=candidate_id)
+                verdict.shrink = task.shrink
+                _settle(future, result=verdict)
         finally:
             with self._lock:
                 self._pending.discard(future)
