@@ -8,7 +8,8 @@ candidate budgets (benchmarks/evolve_vs_independent.py) and CI can test the mech
 
     prompt (user message)                 answer
     ping                                  "ok"
-    generate / fresh (## Task: NAME)      the task's seed kernel (`seeds`), else prose (no code)
+    generate / fresh (## Task: NAME)      the task's seed kernel (`seeds`), for half the seeds with
+                                          one launch-parameter variant; else prose (no code)
     reflect                               a short analysis
     fix (Your previous attempt)           the task's seed kernel again (a revert)
     optimize (independent: the fastest    one edit of the parent: a line taken from an inspiration
@@ -109,9 +110,10 @@ class EditingModel:
             code, why = self._crossover(prompt, rng)
         elif "## The kernel to improve" in prompt or "## Correct kernels so far" in prompt:
             code, why = self._optimize(prompt, rng)
-        elif seed_code is not None:
-            code, why = seed_code, ("revert to the seed kernel" if "Your previous attempt" in prompt
-                                    else "the seed kernel")
+        elif seed_code is not None and "Your previous attempt" in prompt:
+            code, why = seed_code, "revert to the seed kernel"
+        elif seed_code is not None:  # a first kernel: the seed, or (half the runs) a variant of it
+            code, why = self._first(seed_code, rng)
         else:
             return "I have no kernel for this task."
         if code is None:
@@ -121,6 +123,16 @@ class EditingModel:
         if self.break_rate and rng.random() < self.break_rate:
             code, why = code + "\n\nUNDEFINED_NAME_BREAKS_THE_IMPORT\n", why + " (broken on purpose)"
         return f"## Strategy\n{why}.\n\n```python\n{code.rstrip()}\n```\n"
+
+    @staticmethod
+    def _first(seed_code: str, rng: random.Random) -> tuple[str, str]:
+        from ...agent.tuning import variants
+
+        options = variants(seed_code, 4) if rng.random() < 0.5 else []
+        if not options:
+            return seed_code, "the seed kernel"
+        pick = options[rng.randrange(len(options))]
+        return pick.code, f"the seed kernel with {pick.description}"
 
     def _optimize(self, prompt: str, rng: random.Random) -> tuple[str | None, str]:
         evolve = "## The kernel to improve" in prompt
