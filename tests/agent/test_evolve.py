@@ -17,6 +17,7 @@ from .test_agent_e2e import QUICK_PERF
 from kernelwright.agent.archive import Archive, iteration_epochs
 from kernelwright.agent.memory import Attempt, Mode
 from kernelwright.llm.testing import EditingModel, EditingServer
+from kernelwright.llm.testing.editing_model import builtin_seeds
 from kernelwright.store import RunStore
 
 pytestmark = pytest.mark.slow
@@ -92,10 +93,10 @@ def _archive(run_dir) -> list[tuple]:
 
 def test_sigkill_then_resume_same_archive_no_repeated_request(tmp_path):
     run = tmp_path / "run"
-    flags = ["--task", str(TINY_ADD), "--search", "evolve", "--runs", "2", "--iterations", "4", "--llm-seed",
-             str(SEED), "--perf", "--force", "--max-perf-cases", "1", "--out", str(run)]
-    with EditingServer({"tiny_add": GOOD}, delay_s=0.5) as server:
-        proc = cli("generate", *flags, *llm_flags(server))
+    flags = ["--suite", "builtin", "--tasks", "vector_add", "--search", "evolve", "--runs", "2", "--iterations", "4",
+             "--llm-seed", str(SEED), "--perf", "--force", "--max-perf-cases", "1", "--out", str(run)]
+    with EditingServer(builtin_seeds(), delay_s=0.5) as server:
+        proc = cli("bench", *flags, *llm_flags(server))
         deadline = time.monotonic() + 400
         while len(rows(run / "run.sqlite", "SELECT idx FROM attempts")) < 4:
             assert proc.poll() is None, proc.communicate()
@@ -106,10 +107,11 @@ def test_sigkill_then_resume_same_archive_no_repeated_request(tmp_path):
         before = _archive(run)
         answered = {(r.prompt, r.body.get("seed")) for r in server.requests[:-2] if r.prompt.strip() != PING}
         n_before = len(server.requests)
-        code, data, err = finish(cli("generate", "--resume", str(run), *llm_flags(server)), timeout=600)
+        code, data, err = finish(cli("bench", "--resume", str(run), "--base-url", server.openai_base_url,
+                                      "--no-cache", "--json"), timeout=600)
         after = [(r.prompt, r.body.get("seed")) for r in server.requests[n_before:] if r.prompt.strip() != PING]
     assert code == 0, err
     assert not answered & set(after)  # nothing answered before the kill was asked again
     full = _archive(run)
-    assert full[:0] == [] and [e for e in full if e[0] in {b[0] for b in before}] == before
+    assert [e for e in full if e[0] in {b[0] for b in before}] == before
     assert len(rows(run / "run.sqlite", "SELECT idx FROM attempts")) == 8
