@@ -17,7 +17,9 @@ included) and the judge's busy seconds.
     PYTHONPATH=src python benchmarks/evolve_vs_independent.py --quick     # CPU smoke test (minutes)
 
 --quick: one small task, 2 runs x 2 iterations, timed under the CPU interpreter (--perf --force,
-one perf shape): the numbers say nothing about GPU speed; it checks that every arm runs.
+one perf shape): the numbers say nothing about GPU speed; it checks that every arm runs (the
+interpreter may time no shape of vector_add: then every geomean is "-" and the tuning pass keeps
+nothing, as it does without timing).
 """
 
 from __future__ import annotations
