@@ -94,3 +94,16 @@ def test_the_prompts_show_parent_inspirations_and_speeds():
             assert "Combine the two kernels" in text and "Kernel B (run" in text
         else:
             assert "## The kernel to improve" in text and "### Inspiration 1 (run" in text
+
+
+def test_metrics_say_evolve_runs_are_not_independent():
+    from kernelwright.agent.scaling import scaling
+
+    # task t: run 0 fails, run 1 passes; unbiased pass@1 would be 0.5, best-of-1 is run 0 alone
+    attempts = [att(0, 0, kind="wrong_values"), att(1, 0)]
+    ind = scaling(attempts, ["t"], runs=2, iterations=1)
+    evo = scaling(attempts, ["t"], runs=2, iterations=1, search="evolve")
+    assert ind["independent_runs"] and not evo["independent_runs"]
+    last_ind, last_evo = ind["per_runs"][-1]["metrics"], evo["per_runs"][-1]["metrics"]
+    assert last_ind["pass@1"]["value"] == 0.5 and last_evo["pass@1"]["value"] == 0.0
+    assert last_evo["pass@2"]["value"] == 1.0 and "best-of-2" in last_evo["pass@2"]["note"]
