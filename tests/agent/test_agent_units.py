@@ -176,7 +176,7 @@ def test_store_is_append_only_and_reopens(tmp_path):
 
 
 def test_modes_are_stored_as_the_strings_they_always_were(tmp_path):
-    assert [m.value for m in Mode] == ["given", "generate", "fresh", "fix", "optimize", "tune"]
+    assert [m.value for m in Mode] == ["given", "generate", "fresh", "fix", "optimize", "tune", "crossover"]
     a = att(0, "fix")   # a plain string is made a Mode
     assert a.mode is Mode.FIX and a.mode == "fix" and f"{a.mode}" == str(a.mode) == "fix"
     assert json.dumps(a.to_dict()) == json.dumps({**a.to_dict(), "mode": "fix"})

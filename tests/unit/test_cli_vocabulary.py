@@ -327,5 +327,5 @@ def test_progress_counts_the_models_attempts_by_mode():
     progress = AgentProgress(tasks=1, runs=1, iterations=3, quiet=True)
     for index, mode in enumerate(Mode):
         progress.event("attempt", {"attempt": Attempt("t", 0, index, mode, 0, None, None)})
-    assert progress.done == sum(m.by_llm for m in Mode) == 4
+    assert progress.done == sum(m.by_llm for m in Mode) == 5  # generate, fresh, fix, optimize, crossover
     assert not Mode.GIVEN.by_llm and not Mode.TUNE.by_llm and Mode.FIX.by_llm

@@ -47,8 +47,10 @@ if TYPE_CHECKING:
 
 # why a task-run stopped, unended, when the service failed a call (the session's outage)
 MODEL_UNAVAILABLE = "the model is unavailable"
+# why a task-run returned, unended, under --search evolve: its epoch is done (session.py)
+EPOCH_DONE = "epoch done"
 # the roles of the LLM calls (a fix's reflector call is "reflect"): part of each call's sample index
-ROLE_NUMBER = {"generate": 1, "fresh": 2, "reflect": 3, "fix": 4, "optimize": 5}
+ROLE_NUMBER = {"generate": 1, "fresh": 2, "reflect": 3, "fix": 4, "optimize": 5, "crossover": 6}
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,16 @@ class AgentSettings:
     tune: bool = False             # the LLM-free tuning pass on each run's best kernel
     tune_variants: int = 12
     fix_start: bool = False        # optimize: a failing starting kernel is fixed (else the run stops at once)
+    search: str = "independent"    # independent (GEAK's runs) | evolve (one archive per task: agent/archive.py)
+    migrate_every: int = 2         # evolve: iterations per epoch; islands exchange their best at each boundary
 
     def __post_init__(self) -> None:
         if self.iterations < 1 or self.runs < 1:
             raise ValueError("--iterations and --runs must be at least 1")
+        if self.search not in ("independent", "evolve"):
+            raise ValueError(f"--search must be independent or evolve, not {self.search!r}")
+        if self.migrate_every < 1:
+            raise ValueError("migrate_every must be at least 1")
         if self.max_debug_attempts < 1:
             raise ValueError("max_debug_attempts must be at least 1")
 
@@ -129,9 +137,10 @@ def plan_next(memory: TaskMemory, settings: AgentSettings, timed: bool = True) -
             return Plan(Mode.OPTIMIZE, last.line + 1, best.index)
         return Plan(Mode.FRESH, last.line + 1, None)
     with_code = [a for a in memory.line_attempts() if a.code is not None]
-    if not with_code:  # nothing in this line to fix yet: write it again
-        return Plan(last.mode if last.mode in (Mode.GENERATE, Mode.FRESH, Mode.OPTIMIZE) else Mode.FRESH, last.line,
-                    last.parent if last.mode == Mode.OPTIMIZE else None)
+    if not with_code:  # nothing in this line to fix yet: write it again (a crossover: the archive draws again)
+        mode = Mode.OPTIMIZE if last.mode == Mode.CROSSOVER else last.mode
+        return Plan(mode if mode in (Mode.GENERATE, Mode.FRESH, Mode.OPTIMIZE) else Mode.FRESH, last.line,
+                    last.parent if mode == Mode.OPTIMIZE else None)
     return Plan(Mode.FIX, last.line, with_code[-1].index)
 
 
@@ -143,13 +152,16 @@ class TaskRun:
         self.tags = {"task": task.name, "run": str(run)}
 
     # -- the loop -----------------------------------------------------------------------------
-    def execute(self) -> str:
-        """Run to the end; returns why it ended (also stored)."""
+    def execute(self, until: int | None = None) -> str:
+        """Run to the end; returns why it ended (also stored). `until` (--search evolve's epochs):
+        stop, unended, once the run has that many iterations and fewer than --iterations."""
         store, settings = self.ctx.store, self.ctx.settings
         self.ctx.budget.start_task(self.task.name)
         memory = self.judge_given()
         reason = "all iterations done"
         while self._llm_attempts(memory) < settings.iterations:
+            if until is not None and self._llm_attempts(memory) >= until:
+                return EPOCH_DONE  # not stored: the next epoch continues this task-run
             if self.ctx.stopping():
                 return "interrupted"  # not stored: a resumed run continues this task-run
             if self.ctx.outage.reason is not None:
@@ -268,7 +280,7 @@ class TaskRun:
         entry = self.brief.entry_names[0]
         attempts = memory.attempts
         parent = attempts[plan.parent] if plan.parent is not None else None
-        reflection = ""
+        reflection, origin = "", ""
         tokens, cost = 0, 0.0
         on_call = self._on_call(index)
         if plan.mode in (Mode.GENERATE, Mode.FRESH):
@@ -289,6 +301,8 @@ class TaskRun:
                 tokens, cost = self._answered(reply).tokens, reply.cost_usd
             earlier = [f"{a.kind}: {a.reason[:120]}" for a in memory.line_attempts()[:-1] if not a.passed][-3:]
             messages = generator.fix_messages(self.ctx.prompts, base, parent, reflection, earlier, attempts)
+        elif self.ctx.settings.search == "evolve":  # optimize from the task's archive
+            plan, origin, messages = self._evolve_plan(memory, plan)
         else:  # optimize
             assert parent is not None  # an optimization names the kernel it starts from
             base = self._base(parent.code or "")
@@ -301,10 +315,27 @@ class TaskRun:
         self._answered(reply)
         attempt = Attempt(self.task.name, self.run, index, plan.mode, plan.line, plan.parent, answer.code,
                           strategy=answer.strategy, reflection=reflection, answer=reply.text,
-                          tokens=tokens + reply.tokens, cost_usd=cost + reply.cost_usd, created=time.time())
+                          tokens=tokens + reply.tokens, cost_usd=cost + reply.cost_usd, created=time.time(),
+                          origin=origin)
         if answer.code is None:
             return self._unjudged(attempt, reply, answer)
         return self._judged(attempt)
+
+    def _evolve_plan(self, memory: TaskMemory, plan: Plan) -> tuple[Plan, str, list[dict]]:
+        """--search evolve: parent, inspirations and mode drawn from the task's archive as this
+        island sees it in its current epoch (agent/archive.py). The archive is rebuilt from the
+        store and the draw is seeded per attempt, so a resumed run asks the same."""
+        from .archive import Archive, choose, epoch_of_next, rng_for
+
+        every = self.ctx.settings.migrate_every
+        view = Archive.of(self.ctx.store.attempts(self.task.name), every).view(
+            self.run, epoch_of_next(memory.attempts, every))
+        choice = choose(view, rng_for(self.ctx.settings.seed, self.task.name, self.run, len(memory)))
+        assert choice is not None  # an optimization is planned only once this run has a verified kernel
+        own = choice.parent.index if choice.parent.run == self.run else None
+        messages = optimizer.evolve_messages(self.ctx.prompts, self._base(choice.parent.code), choice,
+                                             memory.attempts)
+        return replace(plan, mode=choice.mode, parent=own), choice.origin(), messages
 
     @staticmethod
     def _unjudged(attempt: Attempt, reply: Reply, answer: CodeAnswer) -> Attempt:

@@ -32,6 +32,7 @@ class Mode(str, Enum):
     FIX = "fix"              # a fix of a failing attempt, with the reflector's analysis
     OPTIMIZE = "optimize"    # a faster kernel, from the correct ones so far
     TUNE = "tune"            # the tuning pass's kept variant (no LLM call)
+    CROSSOVER = "crossover"  # --search evolve: two correct kernels of the archive combined
 
     def __str__(self) -> str:
         return self.value
@@ -84,6 +85,9 @@ class Attempt:
     # (profiling off, a failing kernel, a record stored before profiles). Not hashed: a dict.
     profile: dict[str, Any] = field(default_factory=dict, hash=False)
     shrink: float | None = None   # the verdict's --shrink F: judged at shrunk sizes (None: its own)
+    # --search evolve: what the attempt was built from, by archive keys ("optimize of r1a3;
+    # inspirations r0a2, r2a5"): a parent from another island is not this run's `parent`
+    origin: str = ""
 
     def __post_init__(self) -> None:
         if type(self.mode) is not Mode:

@@ -6,11 +6,14 @@ with them (agent/profile_text.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .memory import Attempt, CaseTiming, Mode
 from .profile_text import start_context
 from .prompts import PromptLibrary
+
+if TYPE_CHECKING:
+    from .archive import Choice, Entry
 
 DEFAULT_HISTORY = 5  # GEAK's ancestor_num
 
@@ -34,7 +37,7 @@ def failed_ideas(attempts: Sequence[Attempt]) -> list[str]:
     """Optimizations that did not pass, so the model does not retry them blindly."""
     out = []
     for a in attempts:
-        if a.mode == Mode.OPTIMIZE and not a.passed and a.strategy:
+        if a.mode in (Mode.OPTIMIZE, Mode.CROSSOVER) and not a.passed and a.strategy:
             out.append(f"{a.strategy.strip().splitlines()[0][:200]} -> {a.kind}: {a.reason[:160]}")
     return out[-5:]
 
@@ -44,3 +47,26 @@ def messages(prompts: PromptLibrary, base: dict[str, Any], correct: Sequence[Att
     # the profile is of the kernel it starts from: the fastest correct one (the last of `correct`)
     return prompts.messages("optimize", **base, history=history_view(correct, limit),
                             failed_ideas=failed_ideas(attempts), **start_context(correct))
+
+
+def entry_view(entry: Entry) -> dict[str, Any]:
+    """An archive entry as the templates show a kernel; `index` names its island and attempt,
+    since it may come from another run."""
+    a = entry.attempt
+    return {"index": f"run {entry.run}, attempt {entry.index}", "code": entry.code, "strategy": entry.strategy,
+            "speedup": entry.speedup, "ci95": a.speedup_ci95 if a else None,
+            "timings": [_timing_row(t) for t in a.timings] if a else [], "flags": list(a.flags) if a else []}
+
+
+def evolve_messages(prompts: PromptLibrary, base: dict[str, Any], choice: Choice,
+                    attempts: Sequence[Attempt]) -> list[dict]:
+    """--search evolve: the optimizer's prompt (the parent and its inspirations, each with its
+    speed) or the crossover prompt (the parent and its mate); the profile is the parent's."""
+    context = {**base, "failed_ideas": failed_ideas(attempts), **start_context([choice.parent.attempt])}
+    if context["profile"]:
+        context["profile_subject"] = f"the parent (run {choice.parent.run}, attempt {choice.parent.index})"
+    if choice.mode == Mode.CROSSOVER:
+        mates = [entry_view(choice.parent), entry_view(choice.inspirations[0])]
+        return prompts.messages("crossover", **context, mates=mates)
+    return prompts.messages("optimize", **context, history=[entry_view(choice.parent)], evolve=True,
+                            inspirations=[entry_view(e) for e in choice.inspirations])

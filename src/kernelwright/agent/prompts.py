@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "prompts"
-KINDS = ("system", "generate", "reflect", "fix", "optimize")
+KINDS = ("system", "generate", "reflect", "fix", "optimize", "crossover")
 
 
 class PromptError(ValueError):

@@ -8,7 +8,10 @@ its speedup is the best verified one. Over the first n runs of each task:
 - call / execution accuracy, GEAK's speedup, the geometric mean (with a 95% bootstrap interval
   over tasks) and fast_p use the best run of each task (`metrics.best_of`), as GEAK's parallel
   scaling does (a task counts if any run solved it);
-- pass@k, for every k ≤ n, treats each run as one sample (the unbiased estimator).
+- pass@k, for every k ≤ n, treats each run as one sample (the unbiased estimator). Under
+  `--search evolve` the runs share an archive, so they are not independent samples: pass@k is
+  then best-of-k (a task counts if any of its first k runs solved it), and the report says so
+  (`independent_runs: false`, and each pass@k's note).
 
 Tasks that cannot run here (`unsupported`) stay in every denominator as failures, like
 `judge-suite` counts them; every metric carries its denominator, and a metric that cannot be
@@ -70,8 +73,12 @@ class Point:
     geomean_ci95: tuple[float, float] | None
 
 
+BEST_OF_NOTE = ("best-of-{k}: the runs shared one archive (--search evolve), so they are not independent "
+                "samples and the unbiased pass@k estimator does not apply")
+
+
 def point(by_task: dict[str, dict[int, list[Attempt]]], unsupported: dict[str, str], iterations: int | None,
-          runs: int, tuned: bool = False, untimed: str = "") -> Point:
+          runs: int, tuned: bool = False, untimed: str = "", independent: bool = True) -> Point:
     grouped: dict[str, list[TaskOutcome]] = {}
     for task, per_run in by_task.items():
         if task in unsupported:
@@ -81,26 +88,37 @@ def point(by_task: dict[str, dict[int, list[Attempt]]], unsupported: dict[str, s
     summary = summarize(grouped, ps=FAST_PS, ks=tuple(range(1, runs + 1)), untimed=untimed)
     metrics = {m.name: {"value": m.value, "numerator": m.numerator, "denominator": m.denominator,
                         "note": m.denominator_note, "why": m.why} for m in summary.metrics}
+    if not independent:
+        for k in range(1, runs + 1):
+            solved = sum(any(o.ok_correct for o in outs[:k]) for outs in grouped.values())
+            n = len(grouped)
+            metrics[f"pass@{k}"] = {"value": solved / n if n else None, "numerator": solved, "denominator": n,
+                                    "note": BEST_OF_NOTE.format(k=k), "why": None if n else "no task"}
     best = [max((o.speedup for o in outs if o.correct and o.speedup is not None), default=None)
             for outs in grouped.values()]
     return Point(iterations, runs, tuned, metrics, geomean_ci([s for s in best if s is not None]))
 
 
 def scaling(attempts: Iterable[Attempt], tasks: Sequence[str], runs: int, iterations: int,
-            unsupported: dict[str, str] | None = None, untimed: str = "") -> dict[str, Any]:
+            unsupported: dict[str, str] | None = None, untimed: str = "", search: str = "independent") -> dict[str, Any]:
     """Every point of both curves: per iteration t (with all N runs), per run count n (with all
     iterations), and the final point after the tuning pass. `untimed`: why the run timed nothing
-    ("" when it timed), which its speed metrics give as the reason they are None."""
+    ("" when it timed), which its speed metrics give as the reason they are None. `search`: the
+    run's --search (evolve: the runs are not independent; pass@k is best-of-k)."""
     unsupported = unsupported or {}
+    ind = search != "evolve"
     by_task: dict[str, dict[int, list[Attempt]]] = {t: {} for t in tasks}
     for a in attempts:
         if a.task in by_task:
             by_task[a.task].setdefault(a.run, []).append(a)
-    per_iteration = [point(by_task, unsupported, t, runs, untimed=untimed) for t in range(1, iterations + 1)]
-    per_runs = [point(by_task, unsupported, iterations, n, untimed=untimed) for n in range(1, runs + 1)]
+    per_iteration = [point(by_task, unsupported, t, runs, untimed=untimed, independent=ind)
+                     for t in range(1, iterations + 1)]
+    per_runs = [point(by_task, unsupported, iterations, n, untimed=untimed, independent=ind) for n in range(1, runs + 1)]
     has_tuning = any(a.mode == Mode.TUNE for per_run in by_task.values() for a_list in per_run.values() for a in a_list)
-    tuned = point(by_task, unsupported, iterations, runs, tuned=True, untimed=untimed) if has_tuning else None
-    return {"tasks": len(tasks), "runs": runs, "iterations": iterations,
+    tuned = point(by_task, unsupported, iterations, runs, tuned=True, untimed=untimed, independent=ind) \
+        if has_tuning else None
+    return {"tasks": len(tasks), "runs": runs, "iterations": iterations, "search": search, "independent_runs": ind,
+            "pass_at_k": "unbiased estimator over independent runs" if ind else BEST_OF_NOTE.format(k="k"),
             "per_iteration": [asdict(p) for p in per_iteration], "per_runs": [asdict(p) for p in per_runs],
             "tuned": asdict(tuned) if tuned else None}
 

@@ -117,8 +117,25 @@ class AgentSession:
         return any(self._task_run(t, r).needs_model() for t, r in self.pending())
 
     def run(self) -> list[TaskResult]:
-        self._each(self.pending(), lambda run: run.execute())
+        if self.ctx.settings.search == "evolve":
+            self._epochs()
+        else:
+            self._each(self.pending(), lambda run: run.execute())
         return write_outputs(self.store, [t.name for t in self.tasks], self.ctx.settings.runs)
+
+    def _epochs(self) -> None:
+        """--search evolve: every pending task-run runs one epoch (migrate_every iterations), then
+        the next epoch starts, so an island that starts epoch e sees every other island's epochs
+        < e complete: what migrates is a function of the store, never of timing, and a resumed
+        run (which replays the epochs from the first: finished ones return at once) asks the same.
+        The price is a barrier per epoch: a task-run waits for the slowest of the session's."""
+        settings = self.ctx.settings
+        epochs = -(-settings.iterations // settings.migrate_every)
+        for epoch in range(epochs):
+            if self._stop.is_set() or self.ctx.outage.reason is not None:
+                return
+            until = None if epoch == epochs - 1 else (epoch + 1) * settings.migrate_every
+            self._each(self.pending(), lambda run: run.execute(until=until))
 
     def _task_run(self, task: Task, run: int) -> TaskRun:
         if task.name not in self._briefs:

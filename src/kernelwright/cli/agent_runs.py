@@ -174,7 +174,8 @@ def _stored_value(spec: RunSpec, name: str) -> tuple[bool, Any]:
     """(comparable, the run's value) of a flag that changes what the run is."""
     settings = {"llm_seed": "seed", "temperature": "temperature", "max_debug_attempts": "max_debug_attempts",
                 "one_shot": "one_shot", "knowledge": "knowledge", "reflection": "reflection",
-                "optimizer": "optimizer", "tune": "tune", "tune_variants": "tune_variants"}
+                "optimizer": "optimizer", "tune": "tune", "tune_variants": "tune_variants",
+                "search": "search"}
     if name in settings:
         return True, getattr(spec.settings, settings[name])
     if name in ("profile", "no_profile"):  # (one setting of the run's: its profile level)

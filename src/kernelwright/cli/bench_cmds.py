@@ -60,6 +60,7 @@ from .options import (
     NoProfileOpt,
     ProfileOpt,
     SandboxOpt,
+    SearchOpt,
     ShrinkOpt,
     TasksOpt,
     shrunk_tasks,
@@ -87,7 +88,7 @@ def bench_command(
     one_shot: OneShotOpt = AGENT.one_shot, knowledge: KnowledgeOpt = AGENT.knowledge,
     optimizer: OptimizerOpt = AGENT.optimizer, reflection: ReflectOpt = AGENT.reflection,
     tune: TuneOpt = AGENT.tune, tune_variants: TuneVariantsOpt = AGENT.tune_variants,
-    concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
+    search: SearchOpt = AGENT.search, concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
     max_cost: CostOpt = AGENT.max_cost, max_tokens: TokensOpt = AGENT.max_tokens, time_limit: TimeOpt = AGENT.time_limit,
     task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
     task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
@@ -184,7 +185,7 @@ def run_metrics(store, spec, judge: dict[str, Any] | None = None) -> dict[str, A
     untimed = recorded if recorded is not None else ("--no-perf" if spec.perf is False else "")
     timed = not untimed if recorded is not None or untimed else None
     report = scaling(store.attempts(), names, spec.settings.runs, spec.settings.iterations, spec.unsupported,
-                     untimed)
+                     untimed, spec.settings.search)
     cost, tokens = store.spend()
     report.update({"command": spec.command, "suite": spec.suite, "mode": spec.mode, "model": spec.model, "settings": spec.to_dict()["settings"],
                    "unsupported": spec.unsupported, "tokens": tokens, "cost_usd": cost,

@@ -11,6 +11,7 @@ that has that meaning (docs/cli.md's table lists them).
     --timeout-scale X      the judge: multiplies every stage's time limit
     --sandbox LEVEL        the judge: how candidates are confined (auto, strict, off)
     --shrink F             the tasks: problem sizes shrunk to about F of their bytes (smoke runs)
+    --search MODE          the agent: independent runs, or an archive shared by a task's runs (evolve)
 
 `AgentOptions` holds every option of the agent commands (generate, optimize, bench), typed, with
 its default written once here; the commands' signatures take their defaults from it. Flags that
@@ -76,6 +77,11 @@ ProfileOpt = Annotated[str, typer.Option(
     help="profile each passing candidate and its reference on the largest timed shape: basic (Triton's "
          "metadata and the judge's timings, per own kernel launch, with a diagnosis), full (also Nsight "
          "Compute / rocprof counters), off; never changes a verdict")]
+SearchOpt = Annotated[str, typer.Option(
+    "--search", metavar="independent|evolve",
+    help="independent: the runs do not share anything (GEAK's parallel scaling); evolve: a task's "
+         "runs share one archive of judge-verified kernels (islands, migration, inspirations, "
+         "crossover; docs/agent.md)")]
 NoProfileOpt = Annotated[bool, typer.Option("--no-profile", help="no profile (= --profile off)")]
 
 
@@ -226,6 +232,7 @@ class AgentOptions:
     optimizer: bool = True
     reflection: bool = True
     tune: bool = False
+    search: str = "independent"                   # --search: independent runs, or one archive per task
     concurrency: int | None = None
     prompts: Path | None = None
     corpus: tuple[Path, ...] = ()
@@ -294,6 +301,8 @@ class AgentOptions:
             tune_variants=self.tune_variants)
         if self.fix_start:
             settings = replace(settings, fix_start=True)
+        if self.search != "independent":
+            settings = replace(settings, search=self.search)
         return RunSpec(
             command, tuple(task_refs), model, settings,
             run_limits=Limits(self.max_cost, self.max_tokens, self.time_limit),
