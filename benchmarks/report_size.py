@@ -3,7 +3,7 @@ synthetic run directory of 30 tasks x 4 runs x 5 iterations (with timings, profi
 and two LLM calls per fix), built with the store's own API (RunStore, Attempt, Reply), never by
 hand-written SQL. Issue 31's bound: written in under 10 s, under 5 MB.
 
-    PYTHONPATH=src python benchmarks/report_size.py [--out DIR] [--tasks 30 --runs 4 --iterations 5]
+    PYTHONPATH=src python benchmarks/report_size.py [--out DIR] [--task-count 30 --runs 4 --iterations 5]
 
 Prints one JSON line: seconds and cpu_seconds (the command in this process, its own imports
 included, matplotlib's not), bytes, plots.
@@ -129,7 +129,7 @@ def build_run(out: Path, tasks: int = 30, runs: int = 4, iterations: int = 5, se
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="where the run directory goes (default: a temporary one)")
-    parser.add_argument("--tasks", type=int, default=30)
+    parser.add_argument("--task-count", type=int, default=30, help="synthetic tasks (--tasks names tasks elsewhere)")
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=5)
     args = parser.parse_args()
@@ -138,7 +138,7 @@ def main() -> None:
     from kernelwright.cli import app
 
     with tempfile.TemporaryDirectory() as tmp:
-        run = build_run((args.out or Path(tmp)) / "run", args.tasks, args.runs, args.iterations)
+        run = build_run((args.out or Path(tmp)) / "run", args.task_count, args.runs, args.iterations)
         import matplotlib  # noqa: F401 - the imports are not the report's time
 
         started, cpu = time.perf_counter(), time.process_time()
@@ -150,7 +150,7 @@ def main() -> None:
             raise SystemExit(f"report failed ({result.exit_code}): {result.output}")
         data = json.loads(result.stdout)
         html = Path(data["html"]).read_text()
-        print(json.dumps({"tasks": args.tasks, "runs": args.runs, "iterations": args.iterations,
+        print(json.dumps({"tasks": args.task_count, "runs": args.runs, "iterations": args.iterations,
                           "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2), "bytes": data["bytes"], "mb": round(data["bytes"] / 1e6, 3),
                           "plots": html.count('<figure class="plot"'), "under_10_s": seconds < 10,
                           "under_5_mb": data["bytes"] < 5e6}))
