@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from .retrieval import _strip_comments, tokenize
+from .code_tokens import strip_comments, tokenize
 
 __all__ = ["KINDS", "kind_of"]
 
@@ -71,7 +71,7 @@ _T_CALL = re.compile(r"\.\s*t\s*\(\s*\)")
 
 def kind_of(code: str) -> str:
     """The kind of `code` (a PyTorch reference, a KernelBench module or a Triton program)."""
-    body = _strip_comments(code or "")
+    body = strip_comments(code or "")
     tokens = set(tokenize(body))
     matmul = bool(tokens & _MATMUL or _MATMUL_OP.search(body))
     if tokens & _ATTENTION or (matmul and tokens & _SOFTMAX):

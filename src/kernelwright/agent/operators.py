@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from .retrieval import _strip_comments, tokenize
+from .code_tokens import strip_comments, tokenize
 
 __all__ = ["SYNONYMS", "FAMILY_NEGATIVES", "is_triton_code", "operator_names", "operator_query"]
 
@@ -162,7 +162,7 @@ def operator_names(text: str, prose: bool = False) -> dict[str, float]:
             names[token] = weight
     if not prose:
         # importing torch.nn.functional is not a use of it: drop import lines before the symbols
-        body = re.sub(r"^\s*(?:import|from)\s.*$", "", _strip_comments(text), flags=re.M)
+        body = re.sub(r"^\s*(?:import|from)\s.*$", "", strip_comments(text), flags=re.M)
         body = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", body)
         if _MATMUL_OP.search(body):
             names["matmul"] = weight

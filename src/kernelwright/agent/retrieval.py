@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from .code_tokens import strip_comments, tokenize
+
 __all__ = ["Example", "Corpus", "Retriever", "load_corpus", "tokenize", "similarity", "BUILTIN_REFS_DIR",
            "EXCLUDE_SIMILARITY", "SHINGLE", "MAX_EXAMPLE_CHARS"]
 
@@ -50,56 +52,11 @@ TIE_BREAK = 0.5
 _JIT = re.compile(r"@triton\.jit\b")
 # TritonBench files: kernel + wrapper, a separator line of '#', then the test harness
 _SEPARATOR = re.compile(r"^#{20,}\s*$", re.M)
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b)|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_STOP = set(keyword.kwlist) | {"self", "cls", "none", "true", "false"}
-
-
-# -- tokens ----------------------------------------------------------------------------------
-def tokenize(code: str) -> list[str]:
-    """BM25 tokens of code, lowercased: each identifier, its snake_case / camelCase parts, and for
-    dotted names the full name and its parts (`tl.load` -> "tl.load", "tl", "load"), so Triton API
-    use ("tl.dot", "tl.atomic_add") counts as much as naming. Comments and strings are kept: their
-    words ("softmax", "row max") describe the kernel.
-
-    Pure numbers are dropped: literal sizes (1024, 128, 0.5) vary freely between implementations of
-    one operation and across tuning configs, so they would pull together unrelated kernels that share a
-    block size and push apart two matmuls with different tiles. Digits inside identifiers stay
-    ("float16", "exp2", "int64"). Python keywords and one-letter parts are dropped as noise."""
-    tokens: list[str] = []
-    for match in _WORD.finditer(code):
-        tokens.extend(_expand(match.group(0)))
-    return tokens
-
-
-@functools.lru_cache(maxsize=65536)
-def _expand(word: str) -> tuple[str, ...]:
-    """The tokens of one (possibly dotted) identifier; cached, as identifiers repeat a lot."""
-    names = re.sub(r"\s+", "", word).split(".")
-    tokens: list[str] = []
-    if len(names) > 1:
-        # "tl.load", and for longer chains each adjacent pair ("triton.language", "language.extra")
-        tokens.extend(f"{a}.{b}".lower() for a, b in zip(names, names[1:]))
-    for name in names:
-        low = name.lower()
-        if low in _STOP:
-            continue
-        if len(low) > 1:
-            tokens.append(low)
-        parts = [p.lower() for chunk in name.split("_") if chunk for p in _CAMEL.findall(chunk)]
-        if len(parts) > 1:
-            tokens.extend(p for p in parts if len(p) > 1 and not p.isdigit() and p != low)
-    return tuple(tokens)
 
 
 _LEX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\S")
 _API_ROOTS = {"tl", "triton", "torch", "math", "libdevice", "np"}
 _BUILTINS = set(dir(builtins))
-
-
-def _strip_comments(code: str) -> str:
-    code = re.sub(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'', " ", code)  # docstrings
-    return re.sub(r"#[^\n]*", " ", code)
 
 
 def _views(code: str) -> tuple[list[str], list[str]]:
@@ -112,7 +69,7 @@ def _views(code: str) -> tuple[list[str], list[str]]:
     exact, renamed = [], []
     local: dict[str, str] = {}
     previous = ""
-    for lex in _LEX.findall(_strip_comments(code)):
+    for lex in _LEX.findall(strip_comments(code)):
         exact.append(lex)
         if lex[0].isdigit():
             renamed.append("0")
@@ -192,7 +149,7 @@ class Corpus:
                 continue
             # one copy of a program found twice (a TritonBench file and its JSON twin): whitespace and
             # comments aside, the first one found is kept
-            key = hashlib.sha1(" ".join(_strip_comments(code).split()).encode()).hexdigest()
+            key = hashlib.sha1(" ".join(strip_comments(code).split()).encode()).hexdigest()
             if key in seen:
                 continue
             seen.add(key)

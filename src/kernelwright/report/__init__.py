@@ -5,7 +5,8 @@ Modules by job: `data` and `agent_data` read a run (an agent run's store, read-o
 judge-suite results file), `plots` draws (matplotlib, the `report` extra), `html` and `markdown`
 render, `compare` lines runs up task by task."""
 
-from .data import ReportError, RunData, TaskView, load_run
+from .data import ReportError, RunData, TaskView
+from .load import load_run
 from .plots import INSTALL_HINT, MissingExtra
 
 __all__ = ["INSTALL_HINT", "MissingExtra", "ReportError", "RunData", "TaskView", "load_run"]

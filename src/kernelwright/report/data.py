@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..store import DB_NAME, StoreError
+from ..store import StoreError
 
 
 class ReportError(RuntimeError):
@@ -55,22 +55,6 @@ class RunData:
 
     def task(self, name: str) -> TaskView | None:
         return next((t for t in self.tasks if t.name == name), None)
-
-
-def load_run(path: Path | str, with_tasks: bool = True) -> RunData:
-    """An agent run directory or a judge-suite JSONL file. `with_tasks=False` skips what only the
-    per-task pages need (instructions, code, attempts' timelines): `show` is a headline only."""
-    path = Path(path).expanduser()
-    if path.is_dir() and (path / DB_NAME).is_file():
-        from .agent_data import load_agent_run
-
-        return load_agent_run(path, with_tasks)
-    if path.is_file() and path.suffix == ".jsonl":
-        return load_suite_results(path)
-    if path.is_dir():
-        raise ReportError(f"{path} is not a kernelwright run directory (no {DB_NAME}); pass the --out "
-                          "directory of a bench, generate or optimize run, or a judge-suite results .jsonl")
-    raise ReportError(f"{path}: no such run directory or judge-suite results file (.jsonl)")
 
 
 def metric_rows(metrics: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -163,4 +147,4 @@ def as_json(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-__all__ = ["ReportError", "RunData", "StoreError", "TaskView", "load_run", "metric_rows", "task_anchor"]
+__all__ = ["ReportError", "RunData", "StoreError", "TaskView", "metric_rows", "task_anchor"]

@@ -196,12 +196,18 @@ def _sizes(impl: KernelBenchImpl, kind: str, case: Case) -> tuple[int, int] | No
     return size_in, size_out
 
 
+def _input_bytes(namespace: dict[str, Any]) -> int | None:
+    """The bytes of a problem's inputs and outputs (`_sizes`), from its executed file's namespace."""
+    found = _sizes(KernelBenchImpl(namespace["Model"], namespace), "correctness", None)
+    return sum(found) if found else None
+
+
 def _shrinker(root: Path, relpath: str) -> Callable[[float], tuple[Task, str]]:
     """--shrink F (tasks/shrink.py): the problem with its module-level sizes scaled."""
     def shrink(factor: float) -> tuple[Task, str]:
         from .kernelbench_shrink import shrunk_sizes
 
-        fitted = shrunk_sizes(root / relpath, factor)
+        fitted = shrunk_sizes(root / relpath, factor, _input_bytes)
         if not fitted["sizes"]:
             return kernelbench_task(root, relpath), "no module-level int sizes to scale: judged at its own sizes"
         sizes = ", ".join(f"{k}={v}" for k, v in fitted["sizes"].items())

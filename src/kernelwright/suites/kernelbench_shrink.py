@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..tasks.shrink import MIN_DIM, fit_factor, scale_value
 from .adapter import cache_file, in_forked_process, json_cached
@@ -68,10 +68,10 @@ def _namespace(path: Path, sizes: dict[str, Any] | None) -> dict[str, Any]:
     return namespace
 
 
-def _fit(path: str, factor: float) -> dict[str, Any]:
-    """In a forked process: {"sizes": the scaled globals, "ratio": the bytes kept} ({} sizes: none)."""
-    from .kernelbench import KernelBenchImpl, _sizes
-
+def _fit(path: str, factor: float, input_bytes: Callable[[dict[str, Any]], int | None]) -> dict[str, Any]:
+    """In a forked process: {"sizes": the scaled globals, "ratio": the bytes kept} ({} sizes: none).
+    `input_bytes(namespace)`: the bytes of the problem's inputs as the executed file defines them
+    (given by kernelbench.py, which imports this module: no circle)."""
     file = Path(path)
     sizes = size_globals(ast.parse(file.read_text()))
     if not sizes:
@@ -81,9 +81,7 @@ def _fit(path: str, factor: float) -> dict[str, Any]:
         return {k: scale_value(v, f) for k, v in sizes.items()}
 
     def measure(f: float) -> int | None:
-        namespace = _namespace(file, at(f))
-        found = _sizes(KernelBenchImpl(namespace["Model"], namespace), "correctness", None)
-        return sum(found) if found else None
+        return input_bytes(_namespace(file, at(f)))
 
     dims = sum(1 for v in sizes.values() for d in (v if isinstance(v, (tuple, list)) else (v,)) if d >= MIN_DIM)
     f = fit_factor(factor, measure) or factor ** (1 / dims)
@@ -91,9 +89,9 @@ def _fit(path: str, factor: float) -> dict[str, Any]:
     return {"sizes": at(f), "ratio": kept / full if full and kept else math.nan}
 
 
-def shrunk_sizes(path: Path, factor: float) -> dict[str, Any]:
+def shrunk_sizes(path: Path, factor: float, input_bytes: Callable[[dict[str, Any]], int | None]) -> dict[str, Any]:
     """{"sizes", "ratio"} for the problem file at `path` shrunk by `factor` (cached by content)."""
     import torch  # noqa: F401 - once here, not in every forked fitting process (it does not touch CUDA)
 
     cache = cache_file("kernelbench-shrink", FORMAT, path.read_text(), repr(factor))
-    return json_cached(cache, lambda: in_forked_process(_fit, str(path), factor))
+    return json_cached(cache, lambda: in_forked_process(_fit, str(path), factor, input_bytes))
