@@ -124,3 +124,18 @@ def test_hang_stack_keeps_the_candidates_frames_or_the_innermost_ones():
     innermost = ['  File "/usr/lib/python3/threading.py", line 320 in wait']
     assert hang_stack(dump, "/elsewhere.py", max_frames=1) == innermost
     assert hang_stack("no dump here", "/c/cand.py") == []
+
+
+def test_the_outage_message_says_when_nothing_was_verified(tmp_path):
+    """Exit 4 (the model stopped answering) says what Ctrl-C says: best/ is empty until a kernel
+    is verified, so it is named only then (one helper for both)."""
+    from types import SimpleNamespace
+
+    from kernelwright.cli.agent_cmds import outage_message
+
+    store, spec = SimpleNamespace(run_dir=tmp_path), SimpleNamespace(command="generate")
+    none = outage_message(store, spec, "LLMTransientError: HTTP 500", verified=False)
+    assert "nothing was verified yet" in none and "best" not in none
+    assert f"finish the run with: kernelwright generate --resume {tmp_path}" in none
+    some = outage_message(store, spec, "LLMTransientError: HTTP 500", verified=True)
+    assert f"the best kernels so far are in {tmp_path / 'best'}" in some

@@ -362,22 +362,25 @@ def _interrupted(store, spec) -> NoReturn:
     os._exit(EXIT_INTERRUPTED)
 
 
-def outage_message(store, spec, outage: str) -> str:
+def outage_message(store, spec, outage: str, verified: bool) -> str:
     """What a run that the model stopped answering did, and how to finish it."""
     when = ("To call the model for what the cache does not hold, finish the run without --offline"
             if "LLMCacheMissError" in outage else "Once the model answers again, finish the run")
     return (f"the model stopped answering ({outage[:300]}); the task-runs waiting for it stopped without "
-            f"spending their remaining iterations, and the best kernels so far are in {store.run_dir / 'best'}. "
+            f"spending their remaining iterations, and {verified_so_far(store.run_dir, verified)}. "
             f"{when} with: kernelwright {spec.command} --resume {store.run_dir}")
 
 
+def verified_so_far(run_dir: Path, verified: bool) -> str:
+    """Where a stopped run's verified kernels are, or that there are none yet (best/ is empty)."""
+    return f"the best kernels so far are in {run_dir / 'best'}" if verified else "nothing was verified yet"
+
+
 def _interrupted_message(command: str, run_dir: Path, verified: bool) -> str:
-    """What Ctrl-C leaves: where the verified kernels are, or that there are none yet (best/ is
-    empty then), and how to continue."""
-    where = (f"the best kernels so far are in {escape(str(run_dir / 'best'))}" if verified
-             else "nothing was verified yet")
-    return (f"[yellow]interrupted:[/] {where}; continue with kernelwright {command} --resume "
-            f"{escape(str(run_dir))}")
+    """What Ctrl-C leaves: where the verified kernels are, or that there are none yet, and how to
+    continue."""
+    return (f"[yellow]interrupted:[/] {escape(verified_so_far(run_dir, verified))}; continue with kernelwright "
+            f"{command} --resume {escape(str(run_dir))}")
 
 
 def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None):
@@ -418,7 +421,7 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
         message, code = failed_start
     if run.outage is not None:  # whatever was found: the run is not finished
         code = EXIT_MODEL_UNAVAILABLE
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage))}",
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage, bool(found)))}",
                                    highlight=False, soft_wrap=True)
     if as_json:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,

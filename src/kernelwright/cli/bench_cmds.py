@@ -143,7 +143,8 @@ def bench_command(
     _print(report, store, opts.as_json, run.errors)
     store.close()
     if run.outage is not None:
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage))}",
+        verified = any(r.best is not None for r in run.results)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage, verified))}",
                                    highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_MODEL_UNAVAILABLE)
     raise typer.Exit(0)
