@@ -276,6 +276,8 @@ def test_the_progress_line_says_what_a_call_waits_for():
     status = lambda: progress.latest  # noqa: E731 - the line's latest event
     assert "starting the judge" in status()
     progress.event("asking", {"task": "softmax", "run": 0, "role": "generate"})
+    assert "starting the judge" in status()  # (the cache may answer it: nothing is waited for yet)
+    progress.sending({"task": "softmax", "run": "0"})
     assert "softmax run 0: waiting for the model (generate)" in status()
     error = LLMTransientError("answered 500", kind="server_error", status=500)
     progress.retrying({"task": "softmax", "run": "0"}, RetryNotice(3, 6, error, 8.0))
@@ -283,3 +285,41 @@ def test_the_progress_line_says_what_a_call_waits_for():
     progress.retrying({"task": "softmax", "run": "0"},
                       RetryNotice(1, 6, LLMTransientError("refused", kind="connection"), 2.0))
     assert "(retry 1 of 6, cannot connect)" in status()
+
+
+def test_the_progress_line_says_what_came_of_a_call():
+    """A failed call is not "the model answered": it says how it failed; a replay from the cache
+    says nothing was sent (issue 29)."""
+    from kernelwright.agent.calls import Reply, _failure
+    from kernelwright.cli.agent_progress import AgentProgress
+    from kernelwright.llm import LLMTransientError
+
+    progress = AgentProgress(1, 1, 2, quiet=True)
+
+    def call(**reply) -> str:
+        progress.event("call", {"task": "softmax", "run": 0, "reply": Reply("fix", [], **{"text": "", **reply})})
+        return progress.latest
+
+    assert call(text="ok") == "softmax run 0: the model answered (fix)"
+    failed = _failure(LLMTransientError("gave up", kind="server_error", status=500))
+    assert call(error="LLMTransientError: gave up", failure=failed) == "softmax run 0: the model failed: HTTP 500 (fix)"
+    unreadable = _failure(LLMTransientError("not JSON", kind="malformed_response"))
+    assert call(error="x", failure=unreadable) == "softmax run 0: the model's answer was unreadable (fix)"
+    assert call(text="ok", cache_hit=True) == "softmax run 0: answered from the cache (nothing sent) (fix)"
+
+
+def test_a_failing_model_and_a_cache_replay_on_the_progress_lines(tmp_path, kw):
+    """The lines a run prints on stderr (not a terminal): an HTTP 500 after every retry is said
+    as such, and a resume answered from the run's cache sends nothing and waits for nothing."""
+    run = tmp_path / "run"
+    script = {"sequence": [PING_ANSWER, answer(BROKEN), {"content": "Use 1024."}], "default": {"status": 500}}
+    with ScriptedServer(script) as server:
+        code, _, err, _ = kw("generate", "--task", str(TINY_ADD), "--iterations", "2", "--out", str(run),
+                             *flags(server.openai_base_url), quick=True)
+    assert code == 4, err
+    assert "run 0: the model failed: HTTP 500 (fix)" in err and "the model answered (fix)" not in err
+    assert "run 0: waiting for the model (reflect)" in err
+    # offline: the reflection replays from the run's cache; the fix is in no cache
+    code, _, err, _ = kw("generate", "--resume", str(run), "--offline", "--json")
+    assert code == 4 and "not in the cache" in err, err
+    assert "run 0: answered from the cache (nothing sent) (reflect)" in err and "waiting for the model" not in err

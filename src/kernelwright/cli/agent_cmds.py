@@ -334,6 +334,7 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None,
             raise notice.error  # another call found the model down: give up now, not after the retries
 
     llm.on_retry = on_retry
+    llm.on_send = progress.sending  # (a call the cache answers is not waited for)
     meter = JudgeMeter(pool, pool.n_workers)
     try:
         with pool, progress:
