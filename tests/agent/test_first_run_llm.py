@@ -83,15 +83,18 @@ def test_a_model_that_does_not_answer_stops_the_command_before_anything(tmp_path
     run = tmp_path / "run"
     task = ["--task", str(TINY_ADD)] if command == "generate" else ["--suite", "builtin", "--tasks", "vector_add"]
     if failure is None:
-        code, data, err, took = kw(command, *task, "--iterations", "2", "--out", str(run), *flags(dead_url()))
+        url = dead_url()
+        code, data, err, took = kw(command, *task, "--iterations", "2", "--out", str(run), *flags(url))
         sent = 0
     else:
         with ScriptedServer({"default": failure}) as server:
-            code, data, err, took = kw(command, *task, "--iterations", "2", "--out", str(run),
-                                       *flags(server.openai_base_url))
+            url = server.openai_base_url
+            code, data, err, took = kw(command, *task, "--iterations", "2", "--out", str(run), *flags(url))
             sent = len(server.requests)
     assert code == 2, err
     assert "the model does not answer, so the run does not start" in data["error"] and words in data["error"]
+    # the doctor it suggests checks the same endpoint (without --base-url it would refuse to)
+    assert f"Check it with `kernelwright doctor --model {MODEL} --base-url {url}`" in data["error"]
     assert not run.exists()  # no run directory, no attempt
     assert took < 30, took
     assert sent == (0 if failure is None else 3)  # the ping, retried twice

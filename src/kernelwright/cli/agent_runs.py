@@ -134,8 +134,22 @@ def preflight_model(model: str, opts: AgentOptions, spec: Any = None) -> None:
         again = (f"kernelwright {spec.command} --resume {spec_dir(opts)}" if spec is not None
                  else "the same command")
         raise ModelDoesNotAnswer(f"the model does not answer, so the run does not start: {result.detail}. "
-                                 f"Check it with `kernelwright doctor --model {model}`, then run {again}"
+                                 f"Check it with `{doctor_command(model, opts, spec)}`, then run {again}"
                                  + (" (or add --offline to replay only what the run's cache holds)" if spec else ""))
+
+
+def doctor_command(model: str, opts: AgentOptions, spec: Any = None) -> str:
+    """`kernelwright doctor` for the model as this command calls it: with the --base-url (given,
+    or the resumed run's) and the --config the run reads, which doctor would not find alone."""
+    import shlex
+
+    words = ["kernelwright", "doctor", "--model", model]
+    base_url = llm_flags(opts, spec)["base_url"]
+    if base_url:
+        words += ["--base-url", base_url]
+    if opts.config_path is not None:
+        words += ["--config", str(opts.config_path)]
+    return shlex.join(words)
 
 
 @dataclass(frozen=True)
