@@ -32,10 +32,10 @@ GOOD_SCRIPT = {"rules": [{"match": REFLECT_MARK, "content": "Use 1024."},
 @pytest.fixture
 def kw(kernelwright_here, tmp_path):
     """`kernelwright ARGS...` in tmp_path: (exit status, JSON on stdout, stderr, seconds)."""
-    def call(*args: str, quick: bool = False) -> tuple[int, dict, str, float]:
+    def call(*args: str, quick: bool = False, config: str = "") -> tuple[int, dict, str, float]:
         # the test's own global cache: a resume without --no-cache must not replay another run's
         (tmp_path / "kernelwright.toml").write_text(f'[llm]\ncache_dir = "{tmp_path / "user-cache"}"\n'
-                                                    + (QUICK_RETRIES if quick else ""))
+                                                    + (QUICK_RETRIES if quick else "") + config)
         started = time.monotonic()
         proc = kernelwright_here(*args, cwd=tmp_path)
         took = time.monotonic() - started
@@ -98,6 +98,24 @@ def test_a_model_that_does_not_answer_stops_the_command_before_anything(tmp_path
     assert not run.exists()  # no run directory, no attempt
     assert took < 30, took
     assert sent == (0 if failure is None else 3)  # the ping, retried twice
+
+
+def test_a_server_that_never_answers_fails_the_start_in_seconds(tmp_path, kw):
+    """It accepts the connection and says nothing: each attempt of the ping waits
+    llm.preflight_timeout_s (10 s by default; 0.5 s here), not the run's llm.timeout_s, and the
+    command says what it is waiting for."""
+    run = tmp_path / "run"
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)  # connections complete in the backlog; nothing is ever read or sent
+        url = f"http://127.0.0.1:{mute.getsockname()[1]}/v1"
+        code, data, err, took = kw("generate", "--task", str(TINY_ADD), "--iterations", "1", "--out", str(run),
+                                   *flags(url), quick=True, config="preflight_timeout_s = 0.5\n")
+    assert code == 2, err
+    assert f"checking the model at {url}…" in err
+    assert "does not answer" in data["error"] and "timeout" in data["error"].lower(), data["error"]
+    assert took < 20, took  # 3 attempts of 0.5 s, and the command's start
+    assert not run.exists()
 
 
 def test_bench_perf_under_the_interpreter_is_refused_unless_force(tmp_path, kw):

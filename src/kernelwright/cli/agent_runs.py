@@ -129,6 +129,8 @@ def preflight_model(model: str, opts: AgentOptions, spec: Any = None) -> None:
     _, settings = load_llm_settings(opts.config_path, model=model, **llm_flags(opts, spec))
     if settings.offline:
         return
+    Console(stderr=True).print(f"checking the model at {escape(_where(model, settings))}…", highlight=False,
+                               soft_wrap=True)  # (a server that never answers holds this line for seconds)
     result = check_model(model, settings)
     if not result.ok:
         again = (f"kernelwright {spec.command} --resume {spec_dir(opts)}" if spec is not None
@@ -136,6 +138,17 @@ def preflight_model(model: str, opts: AgentOptions, spec: Any = None) -> None:
         raise ModelDoesNotAnswer(f"the model does not answer, so the run does not start: {result.detail}. "
                                  f"Check it with `{doctor_command(model, opts, spec)}`, then run {again}"
                                  + (" (or add --offline to replay only what the run's cache holds)" if spec else ""))
+
+
+def _where(model: str, settings: Any) -> str:
+    """The endpoint the ping goes to: its URL, or the provider's own service."""
+    from ..llm import LLMError, parse_model
+
+    try:
+        endpoint = settings.endpoint(parse_model(model))
+    except LLMError:
+        return model
+    return endpoint.base_url or f"{endpoint.model.provider}'s API"
 
 
 def doctor_command(model: str, opts: AgentOptions, spec: Any = None) -> str:
