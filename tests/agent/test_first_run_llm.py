@@ -344,3 +344,28 @@ def test_a_failing_model_and_a_cache_replay_on_the_progress_lines(tmp_path, kw):
     code, _, err, _ = kw("generate", "--resume", str(run), "--offline", "--json")
     assert code == 4 and "not in the cache" in err, err
     assert "run 0: answered from the cache (nothing sent) (reflect)" in err and "waiting for the model" not in err
+
+
+def test_optimize_with_a_failing_kernel_leaves_no_run_so_the_suggested_rerun_works(tmp_path, kw):
+    """Exit 2 with the kernel's verdict and no request: the run directory this command made is
+    removed, so `--fix-start --out D` (what the error suggests) starts; a directory that was
+    there before is kept, and `--resume` on it says there is nothing to resume."""
+    kernel, run = tmp_path / "mine.py", tmp_path / "run"
+    kernel.write_text(BROKEN)
+    start = ["optimize", str(kernel), "--task", str(TINY_ADD), "--iterations", "1", "--perf", "--force"]
+    with ScriptedServer(GOOD_SCRIPT) as server:
+        code, data, err, _ = kw(*start, "--out", str(run), *flags(server.openai_base_url))
+        assert code == 2 and "--fix-start" in data["error"] and data["run_dir_removed"], err
+        assert not run.exists() and not server.requests
+        code, data, err, _ = kw(*start, "--fix-start", "--out", str(run), *flags(server.openai_base_url))
+        assert code == 0, err
+        assert ("given", "runtime_error") in attempts(run)
+
+        kept = tmp_path / "kept"
+        kept.mkdir()  # not this command's: left as it is
+        code, data, err, _ = kw(*start, "--out", str(kept), *flags(server.openai_base_url))
+        assert code == 2 and (kept / "run.sqlite").exists(), err
+        code, data, err, _ = kw("optimize", "--resume", str(kept), "--base-url", server.openai_base_url, "--json")
+    assert code == 2, err
+    assert "nothing to resume" in data["error"] and "--fix-start" in data["error"]
+    assert "0 attempts stored" not in err

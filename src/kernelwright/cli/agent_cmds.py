@@ -282,8 +282,14 @@ def _execute(store, spec, opts: AgentOptions, ping: DeferredPing | None = None) 
         if ping is not None:
             ping.discard()
         raise _error(str(exc), opts.as_json) from None
-    code = _report(store, spec, run, opts.as_json)
+    # optimize's kernel failed and nothing was asked: the run directory this command made goes,
+    # so that the suggested re-run (--fix-start, same --out) starts afresh
+    discard = ping is not None and ping.out is not None and _start_failure(store, spec) is not None \
+        and not store.calls()
+    code = _report(store, spec, run, opts.as_json, kept=not discard)
     store.close()
+    if discard:
+        ping.discard()
     raise typer.Exit(code)
 
 
@@ -402,7 +408,9 @@ def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | No
     return JudgePool(spec.device, options=options, workers_per_device=per_device)
 
 
-def _report(store, spec, run: AgentRun, as_json: bool) -> int:
+def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int:
+    """Print the run's results (or its error) and return the exit status; `kept`: False when the
+    run directory is removed (optimize's failing kernel, nothing asked)."""
     from ..agent.results import judge_undecided
 
     results, errors = run.results, run.errors
@@ -428,12 +436,14 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,
                           "results": [_jsonable(x) for x in results], "errors": errors,
                           "model_unavailable": run.outage, "exit_code": code,
-                          **({"error": message} if failed_start else {})}, indent=2, default=str))
+                          **({"error": message} if failed_start else {}),
+                          **({} if kept else {"run_dir_removed": True})}, indent=2, default=str))
         return code
     console = Console()
     if failed_start is not None:
         Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-        console.print(f"run directory: {escape(str(store.run_dir))}  (your kernel's verdict in run.sqlite)")
+        if kept:
+            console.print(f"run directory: {escape(str(store.run_dir))}  (your kernel's verdict in run.sqlite)")
         return code
     for x in results:
         _print_result(console, store, spec, x)

@@ -306,9 +306,25 @@ def _counts(store: RunStore, spec: RunSpec, reopened: set[tuple[str, int]]) -> t
     return sum(done.values()), sum(max(0, iterations - done[k]) for k in started) + max(0, fresh) * iterations
 
 
+def _stopped_at_the_start(store: RunStore, spec: RunSpec) -> None:
+    """optimize without --fix-start that stopped at the user's failing kernel: nothing to resume
+    (ValueError, saying how to start the run that fixes it)."""
+    from ..agent.memory import Mode
+
+    if spec.command != "optimize" or spec.settings.fix_start:
+        return
+    attempts = store.attempts()
+    if any(a.mode.by_llm for a in attempts) or not any(a.mode == Mode.GIVEN and not a.passed for a in attempts):
+        return
+    raise ValueError(f"{store.run_dir} stopped at your kernel's verdict before asking the model anything, so there "
+                     "is nothing to resume: fix the kernel, or start a new run with --fix-start (another --out, "
+                     "or remove this one)")
+
+
 def resume(store: RunStore, spec: RunSpec, opts: AgentOptions) -> RunSpec:
     """Check the flags, ping the model when work is left, then apply the extensions and say what
     is resumed. Nothing is written before every check has passed."""
+    _stopped_at_the_start(store, spec)
     plan = plan_resume(store, spec, opts)
     if plan.to_go > 0:
         preflight_model(spec.model, opts, spec)
