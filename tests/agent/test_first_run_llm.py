@@ -198,7 +198,7 @@ def test_a_model_failing_mid_run_stops_it_and_resume_sends_only_the_missing_call
         roles = [role_of(r.prompt) for r in model_requests(server)]
         assert pings(server) == 1
     assert code == 0, err
-    assert "1 attempts stored, 2 to go" in err
+    assert "1 attempt stored, 2 to go" in err
     # exactly the missing calls (untimed, the verified fix ends the run: no optimizer)
     assert roles == ["reflect", "fix"]
     assert attempts(run) == [("generate", "runtime_error"), ("fix", "passed")]
@@ -229,7 +229,7 @@ def test_resume_with_more_iterations_extends_the_run(tmp_path, kw):
         before = len(server.requests)
         code, data, err, _ = kw("generate", "--resume", str(run), "--iterations", "3", "--json")
         assert code == 1, err
-        assert "1 attempts stored, 2 to go (--iterations 1 -> 3)" in err
+        assert "1 attempt stored, 2 to go (--iterations 1 -> 3)" in err
         assert [role_of(r.prompt) for r in model_requests(server)[1:]] == ["reflect", "fix", "reflect", "fix"]
         assert len(server.requests) - before == 5  # a ping and the two new iterations (each a reflection and a fix)
         # the extension is the run's now: a plain resume finds nothing to do, and asks nothing

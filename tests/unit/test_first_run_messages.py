@@ -139,3 +139,10 @@ def test_the_outage_message_says_when_nothing_was_verified(tmp_path):
     assert f"finish the run with: kernelwright generate --resume {tmp_path}" in none
     some = outage_message(store, spec, "LLMTransientError: HTTP 500", verified=True)
     assert f"the best kernels so far are in {tmp_path / 'best'}" in some
+
+
+def test_counts_in_messages_are_plural_by_the_count():
+    from kernelwright.cli.usage import plural
+
+    assert [plural(n, "attempt") for n in (0, 1, 2)] == ["0 attempts", "1 attempt", "2 attempts"]
+    assert plural(1, "run") == "1 run" and plural(3, "task") == "3 tasks"

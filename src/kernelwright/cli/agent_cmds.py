@@ -48,7 +48,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
-from .usage import clip
+from .usage import clip, plural
 
 EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_MODEL_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -518,5 +518,5 @@ def _print_result(console: Console, store, spec, x) -> None:
         console.print(f"stopped: {escape(reason)}" + (f" (runs {', '.join(runs)})" if x.runs > 1 else ""),
                       highlight=False)
     pk = ", ".join(f"pass@{k} {v:.2f}" for k, v in x.pass_at_k.items())
-    console.print(f"attempts {x.attempts} over {x.runs} run(s), {pk}; LLM calls {x.llm_calls}, tokens {x.tokens}, "
+    console.print(f"{plural(x.attempts, 'attempt')} over {plural(x.runs, 'run')}, {pk}; LLM calls {x.llm_calls}, tokens {x.tokens}, "
                   f"cost ${x.cost_usd:.4f}", highlight=False)

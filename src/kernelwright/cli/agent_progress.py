@@ -17,6 +17,7 @@ from rich.console import Console
 
 from ..agent.memory import Mode
 from .progress_line import Field, ProgressLine
+from .usage import plural
 
 if TYPE_CHECKING:
     from ..llm.retry import RetryNotice
@@ -58,7 +59,7 @@ class AgentProgress:
     def __enter__(self) -> "AgentProgress":
         self.line.__enter__()
         if self._lines is not None:
-            self._lines.print(f"[0:00] starting the judge; {self.total} iterations planned", highlight=False)
+            self._lines.print(f"[0:00] starting the judge; {plural(self.total, 'iteration')} planned", highlight=False)
         return self
 
     def __exit__(self, *exc: object) -> None:

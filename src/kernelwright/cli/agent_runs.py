@@ -331,7 +331,9 @@ def resume(store: RunStore, spec: RunSpec, opts: AgentOptions) -> RunSpec:
     if plan.changes:
         store.put_meta("spec", plan.spec.to_dict())
     store.reopen_task_runs(plan.reopen)
-    what = f"{plan.stored} attempts stored, {plan.to_go} to go"
+    from .usage import plural
+
+    what = f"{plural(plan.stored, 'attempt')} stored, {plan.to_go} to go"
     if plan.changes:
         what += f" ({', '.join(plan.changes)})"
     elif plan.to_go == 0:

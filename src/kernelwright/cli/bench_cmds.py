@@ -64,7 +64,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
-from .usage import clip
+from .usage import plural, clip
 
 ModeOpt = Annotated[str, typer.Option("--mode", help="geak (the full agent) | direct | one-shot | reflexion (the paper's baselines)")]
 TuneOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="sweep the best kernel's launch parameters, no LLM")]
@@ -220,7 +220,8 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
         return
     console = Console()
     console.print(f"[bold]{escape(report['suite'] or report.get('command') or 'bench')}[/], mode {escape(report['mode'])}, "
-                  f"{report['tasks']} tasks × {report['runs']} runs × {report['iterations']} iterations "
+                  f"{plural(report['tasks'], 'task')} × {plural(report['runs'], 'run')} × "
+                  f"{plural(report['iterations'], 'iteration')} "
                   f"({len(report['unsupported'])} unsupported here, counted as failures)", highlight=False)
     if report.get("untimed_why"):
         console.print(f"speed not measured ({escape(report['untimed_why'])}): no speedups, no fast_p above 0",
