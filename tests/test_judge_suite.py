@@ -42,7 +42,7 @@ def test_reference_run_writes_results_and_metrics(tmp_path, kernelwright_here):
     again = kernelwright_here("judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
                               "--tasks", TASKS, "--out", str(out))
     assert again.returncode == 0
-    assert "4 task(s) already judged" in again.stderr
+    assert "4 tasks already judged" in again.stderr
     assert len(out.read_text().splitlines()) == 4
 
 
@@ -220,19 +220,19 @@ def test_failures_are_listed_by_kind_and_an_edited_candidate_is_judged_again(tmp
     first = run(args)
     assert first.returncode == 0, first.stderr
     text = first.stdout
-    assert "failures (2 task(s), by kind" in text
+    assert "failures (2 tasks, by kind" in text
     # the kind is the verdict's own (its failure kind, or its stage where verdicts have none)
     assert re.search(r"\n  [\w -]+ \(1\):\n    silu: defines no @triton.jit kernel", text), text
     assert "  missing (1):\n    gelu: no gelu.py in" in text
     assert "| fast_" not in text and "nothing was timed" in text
 
     again = run(args)
-    assert "3 task(s) already judged" in again.stderr and "judging vector_add again" not in again.stderr
+    assert "3 tasks already judged" in again.stderr and "judging vector_add again" not in again.stderr
     with open(cands / "vector_add.py", "a") as f:
         f.write("# edited\n")
     edited = run(args)
     assert "judging vector_add again: the candidate file changed" in edited.stderr
-    assert "2 task(s) already judged" in edited.stderr
+    assert "2 tasks already judged" in edited.stderr
     other_options = run(args[:-2] + ["--judge-seeds", "2"])
     assert "judging vector_add again: the judge options changed" in other_options.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]

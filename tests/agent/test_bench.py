@@ -203,7 +203,7 @@ def test_bench_stops_when_the_model_fails_and_resume_extends_it(tmp_path, kernel
         roles = [role_of(r.prompt) for r in model_requests(server)]
         assert len(server.requests) == len(roles) + 1  # and one ping
     assert code == 0, err
-    assert "1 attempts stored, 2 to go (--iterations 2 -> 3)" in err
+    assert "1 attempt stored, 2 to go (--iterations 2 -> 3)" in err
     assert roles == ["reflect", "fix"]  # untimed: the verified fix ends the run
     assert data["iterations"] == 3 and len(data["per_iteration"]) == 3
     # a bench run refuses what would change it, as generate does

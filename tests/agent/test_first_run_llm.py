@@ -32,10 +32,10 @@ GOOD_SCRIPT = {"rules": [{"match": REFLECT_MARK, "content": "Use 1024."},
 @pytest.fixture
 def kw(kernelwright_here, tmp_path):
     """`kernelwright ARGS...` in tmp_path: (exit status, JSON on stdout, stderr, seconds)."""
-    def call(*args: str, quick: bool = False) -> tuple[int, dict, str, float]:
+    def call(*args: str, quick: bool = False, config: str = "") -> tuple[int, dict, str, float]:
         # the test's own global cache: a resume without --no-cache must not replay another run's
         (tmp_path / "kernelwright.toml").write_text(f'[llm]\ncache_dir = "{tmp_path / "user-cache"}"\n'
-                                                    + (QUICK_RETRIES if quick else ""))
+                                                    + (QUICK_RETRIES if quick else "") + config)
         started = time.monotonic()
         proc = kernelwright_here(*args, cwd=tmp_path)
         took = time.monotonic() - started
@@ -83,18 +83,39 @@ def test_a_model_that_does_not_answer_stops_the_command_before_anything(tmp_path
     run = tmp_path / "run"
     task = ["--task", str(TINY_ADD)] if command == "generate" else ["--suite", "builtin", "--tasks", "vector_add"]
     if failure is None:
-        code, data, err, took = kw(command, *task, "--iterations", "2", "--out", str(run), *flags(dead_url()))
+        url = dead_url()
+        code, data, err, took = kw(command, *task, "--iterations", "2", "--out", str(run), *flags(url))
         sent = 0
     else:
         with ScriptedServer({"default": failure}) as server:
-            code, data, err, took = kw(command, *task, "--iterations", "2", "--out", str(run),
-                                       *flags(server.openai_base_url))
+            url = server.openai_base_url
+            code, data, err, took = kw(command, *task, "--iterations", "2", "--out", str(run), *flags(url))
             sent = len(server.requests)
     assert code == 2, err
     assert "the model does not answer, so the run does not start" in data["error"] and words in data["error"]
+    # the doctor it suggests checks the same endpoint (without --base-url it would refuse to)
+    assert f"Check it with `kernelwright doctor --model {MODEL} --base-url {url}`" in data["error"]
     assert not run.exists()  # no run directory, no attempt
     assert took < 30, took
     assert sent == (0 if failure is None else 3)  # the ping, retried twice
+
+
+def test_a_server_that_never_answers_fails_the_start_in_seconds(tmp_path, kw):
+    """It accepts the connection and says nothing: each attempt of the ping waits
+    llm.preflight_timeout_s (10 s by default; 0.5 s here), not the run's llm.timeout_s, and the
+    command says what it is waiting for."""
+    run = tmp_path / "run"
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)  # connections complete in the backlog; nothing is ever read or sent
+        url = f"http://127.0.0.1:{mute.getsockname()[1]}/v1"
+        code, data, err, took = kw("generate", "--task", str(TINY_ADD), "--iterations", "1", "--out", str(run),
+                                   *flags(url), quick=True, config="preflight_timeout_s = 0.5\n")
+    assert code == 2, err
+    assert f"checking the model at {url}…" in err
+    assert "does not answer" in data["error"] and "timeout" in data["error"].lower(), data["error"]
+    assert took < 20, took  # 3 attempts of 0.5 s, and the command's start
+    assert not run.exists()
 
 
 def test_bench_perf_under_the_interpreter_is_refused_unless_force(tmp_path, kw):
@@ -177,7 +198,7 @@ def test_a_model_failing_mid_run_stops_it_and_resume_sends_only_the_missing_call
         roles = [role_of(r.prompt) for r in model_requests(server)]
         assert pings(server) == 1
     assert code == 0, err
-    assert "1 attempts stored, 2 to go" in err
+    assert "1 attempt stored, 2 to go" in err
     # exactly the missing calls (untimed, the verified fix ends the run: no optimizer)
     assert roles == ["reflect", "fix"]
     assert attempts(run) == [("generate", "runtime_error"), ("fix", "passed")]
@@ -208,7 +229,7 @@ def test_resume_with_more_iterations_extends_the_run(tmp_path, kw):
         before = len(server.requests)
         code, data, err, _ = kw("generate", "--resume", str(run), "--iterations", "3", "--json")
         assert code == 1, err
-        assert "1 attempts stored, 2 to go (--iterations 1 -> 3)" in err
+        assert "1 attempt stored, 2 to go (--iterations 1 -> 3)" in err
         assert [role_of(r.prompt) for r in model_requests(server)[1:]] == ["reflect", "fix", "reflect", "fix"]
         assert len(server.requests) - before == 5  # a ping and the two new iterations (each a reflection and a fix)
         # the extension is the run's now: a plain resume finds nothing to do, and asks nothing
@@ -276,6 +297,8 @@ def test_the_progress_line_says_what_a_call_waits_for():
     status = lambda: progress.latest  # noqa: E731 - the line's latest event
     assert "starting the judge" in status()
     progress.event("asking", {"task": "softmax", "run": 0, "role": "generate"})
+    assert "starting the judge" in status()  # (the cache may answer it: nothing is waited for yet)
+    progress.sending({"task": "softmax", "run": "0"})
     assert "softmax run 0: waiting for the model (generate)" in status()
     error = LLMTransientError("answered 500", kind="server_error", status=500)
     progress.retrying({"task": "softmax", "run": "0"}, RetryNotice(3, 6, error, 8.0))
@@ -283,3 +306,66 @@ def test_the_progress_line_says_what_a_call_waits_for():
     progress.retrying({"task": "softmax", "run": "0"},
                       RetryNotice(1, 6, LLMTransientError("refused", kind="connection"), 2.0))
     assert "(retry 1 of 6, cannot connect)" in status()
+
+
+def test_the_progress_line_says_what_came_of_a_call():
+    """A failed call is not "the model answered": it says how it failed; a replay from the cache
+    says nothing was sent (issue 29)."""
+    from kernelwright.agent.calls import Reply, _failure
+    from kernelwright.cli.agent_progress import AgentProgress
+    from kernelwright.llm import LLMTransientError
+
+    progress = AgentProgress(1, 1, 2, quiet=True)
+
+    def call(**reply) -> str:
+        progress.event("call", {"task": "softmax", "run": 0, "reply": Reply("fix", [], **{"text": "", **reply})})
+        return progress.latest
+
+    assert call(text="ok") == "softmax run 0: the model answered (fix)"
+    failed = _failure(LLMTransientError("gave up", kind="server_error", status=500))
+    assert call(error="LLMTransientError: gave up", failure=failed) == "softmax run 0: the model failed: HTTP 500 (fix)"
+    unreadable = _failure(LLMTransientError("not JSON", kind="malformed_response"))
+    assert call(error="x", failure=unreadable) == "softmax run 0: the model's answer was unreadable (fix)"
+    assert call(text="ok", cache_hit=True) == "softmax run 0: answered from the cache (nothing sent) (fix)"
+
+
+def test_a_failing_model_and_a_cache_replay_on_the_progress_lines(tmp_path, kw):
+    """The lines a run prints on stderr (not a terminal): an HTTP 500 after every retry is said
+    as such, and a resume answered from the run's cache sends nothing and waits for nothing."""
+    run = tmp_path / "run"
+    script = {"sequence": [PING_ANSWER, answer(BROKEN), {"content": "Use 1024."}], "default": {"status": 500}}
+    with ScriptedServer(script) as server:
+        code, _, err, _ = kw("generate", "--task", str(TINY_ADD), "--iterations", "2", "--out", str(run),
+                             *flags(server.openai_base_url), quick=True)
+    assert code == 4, err
+    assert "run 0: the model failed: HTTP 500 (fix)" in err and "the model answered (fix)" not in err
+    assert "run 0: waiting for the model (reflect)" in err
+    # offline: the reflection replays from the run's cache; the fix is in no cache
+    code, _, err, _ = kw("generate", "--resume", str(run), "--offline", "--json")
+    assert code == 4 and "not in the cache" in err, err
+    assert "run 0: answered from the cache (nothing sent) (reflect)" in err and "waiting for the model" not in err
+
+
+def test_optimize_with_a_failing_kernel_leaves_no_run_so_the_suggested_rerun_works(tmp_path, kw):
+    """Exit 2 with the kernel's verdict and no request: the run directory this command made is
+    removed, so `--fix-start --out D` (what the error suggests) starts; a directory that was
+    there before is kept, and `--resume` on it says there is nothing to resume."""
+    kernel, run = tmp_path / "mine.py", tmp_path / "run"
+    kernel.write_text(BROKEN)
+    start = ["optimize", str(kernel), "--task", str(TINY_ADD), "--iterations", "1", "--perf", "--force"]
+    with ScriptedServer(GOOD_SCRIPT) as server:
+        code, data, err, _ = kw(*start, "--out", str(run), *flags(server.openai_base_url))
+        assert code == 2 and "--fix-start" in data["error"] and data["run_dir_removed"], err
+        assert not run.exists() and not server.requests
+        code, data, err, _ = kw(*start, "--fix-start", "--out", str(run), *flags(server.openai_base_url))
+        assert code == 0, err
+        assert ("given", "runtime_error") in attempts(run)
+
+        kept = tmp_path / "kept"
+        kept.mkdir()  # not this command's: left as it is
+        code, data, err, _ = kw(*start, "--out", str(kept), *flags(server.openai_base_url))
+        assert code == 2 and (kept / "run.sqlite").exists(), err
+        code, data, err, _ = kw("optimize", "--resume", str(kept), "--base-url", server.openai_base_url, "--json")
+    assert code == 2, err
+    assert "nothing to resume" in data["error"] and "--fix-start" in data["error"]
+    assert "0 attempts stored" not in err

@@ -312,3 +312,38 @@ def test_eval_perf_with_force_times_under_the_interpreter(runner):
     assert result.exit_code == 0, result.output
     assert "at least 24 calls at perf sizes" in flat(result.stderr)
     assert json.loads(result.stdout)["speedup"] is not None
+
+
+# --- the standalone scripted server (issue 29) ---------------------------------------------------
+
+def test_the_standalone_scripted_server_logs_each_request_and_counts_them_on_exit(tmp_path):
+    """`--log`: a line per request on stderr (path, model, the script entry that answered);
+    Ctrl-C: how many requests it received."""
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"sequence": [{"content": "ok"}], "rules": [{"match": "fix", "status": 500}],
+                                  "default": {"content": "hello"}}))
+    proc = subprocess.Popen([sys.executable, "-m", "kernelwright.llm.testing.scripted_server", "--script",
+                             str(script), "--log"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    try:
+        url = proc.stdout.readline().split()[-1]
+        for prompt in ("hi", "please fix", "hi"):
+            body = json.dumps({"model": "m1", "messages": [{"role": "user", "content": prompt}]}).encode()
+            request = urllib.request.Request(url + "/chat/completions", body, {"Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(request, timeout=10).read()
+            except urllib.error.HTTPError:
+                pass  # the scripted 500
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    lines = err.splitlines()
+    assert "#1 POST /v1/chat/completions model=m1: sequence[0] (200)" in lines, err
+    assert "#2 POST /v1/chat/completions model=m1: rules[0] /fix/ (500)" in lines, err
+    assert "#3 POST /v1/chat/completions model=m1: default (200)" in lines, err
+    assert lines[-1] == "scripted server stopped: 3 requests received", err

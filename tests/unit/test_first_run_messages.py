@@ -33,7 +33,7 @@ def test_eval_of_a_directory_says_it_is_one(runner, tmp_path):
     assert squash(f"{folder} is a directory; expected a .py file") in squash(result.stderr)
     assert "does not exist" not in result.stderr
     result = runner.invoke(app, ["eval", str(tmp_path / "nope.py"), "--task", "vector_add"])
-    assert result.exit_code == 2 and "does not exist" in result.stderr
+    assert result.exit_code == 2 and "does not exist" in flat(result.stderr)  # (rich wraps long paths)
 
 
 @pytest.mark.parametrize("what", ["binary", "directory", "missing"])
@@ -124,3 +124,25 @@ def test_hang_stack_keeps_the_candidates_frames_or_the_innermost_ones():
     innermost = ['  File "/usr/lib/python3/threading.py", line 320 in wait']
     assert hang_stack(dump, "/elsewhere.py", max_frames=1) == innermost
     assert hang_stack("no dump here", "/c/cand.py") == []
+
+
+def test_the_outage_message_says_when_nothing_was_verified(tmp_path):
+    """Exit 4 (the model stopped answering) says what Ctrl-C says: best/ is empty until a kernel
+    is verified, so it is named only then (one helper for both)."""
+    from types import SimpleNamespace
+
+    from kernelwright.cli.agent_cmds import outage_message
+
+    store, spec = SimpleNamespace(run_dir=tmp_path), SimpleNamespace(command="generate")
+    none = outage_message(store, spec, "LLMTransientError: HTTP 500", verified=False)
+    assert "nothing was verified yet" in none and "best" not in none
+    assert f"finish the run with: kernelwright generate --resume {tmp_path}" in none
+    some = outage_message(store, spec, "LLMTransientError: HTTP 500", verified=True)
+    assert f"the best kernels so far are in {tmp_path / 'best'}" in some
+
+
+def test_counts_in_messages_are_plural_by_the_count():
+    from kernelwright.cli.usage import plural
+
+    assert [plural(n, "attempt") for n in (0, 1, 2)] == ["0 attempts", "1 attempt", "2 attempts"]
+    assert plural(1, "run") == "1 run" and plural(3, "task") == "3 tasks"

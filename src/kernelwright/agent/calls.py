@@ -45,6 +45,7 @@ class Reply:
     latency_s: float = 0.0
     error: str = ""                # the call failed (after retries): why
     unavailable: bool = False      # ... because of the service, not of this request
+    failure: str = ""              # ... in a few words: "HTTP 500", "unreadable" (a malformed body), ...
     created: float = field(default_factory=time.time)
 
     @property
@@ -67,7 +68,8 @@ def ask(llm: LLM, role: str, messages: list[dict], params: CallParams, tags: dic
                                   seed=params.seed, sample_index=params.sample_index, tags=tags)
     except LLMError as exc:
         reply = Reply(role, messages, "", error=f"{type(exc).__name__}: {exc}"[:2000],
-                      unavailable=bool(exc.service_failure), latency_s=time.perf_counter() - started)
+                      unavailable=bool(exc.service_failure), failure=_failure(exc),
+                      latency_s=time.perf_counter() - started)
     else:
         usage = completion.usage
         hit = bool(completion.cache_hit)
@@ -78,6 +80,16 @@ def ask(llm: LLM, role: str, messages: list[dict], params: CallParams, tags: dic
     if on_call is not None:
         on_call(reply)
     return reply
+
+
+def _failure(exc: Exception) -> str:
+    """A failed call's error in a few words, for the progress line."""
+    from ..llm.errors import LLMTransientError
+
+    if isinstance(exc, LLMTransientError):
+        return "unreadable" if exc.kind == "malformed_response" else exc.short
+    return {"LLMAuthError": "the key was refused", "LLMModelNotFoundError": "no such model",
+            "LLMCacheMissError": "not in the cache (--offline)"}.get(type(exc).__name__, type(exc).__name__)
 
 
 class ModelUnavailable(Exception):

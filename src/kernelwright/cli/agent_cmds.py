@@ -50,7 +50,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
-from .usage import clip
+from .usage import clip, plural
 
 EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_MODEL_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -287,8 +287,14 @@ def _execute(store, spec, opts: AgentOptions, ping: DeferredPing | None = None) 
         if ping is not None:
             ping.discard()
         raise _error(str(exc), opts.as_json) from None
-    code = _report(store, spec, run, opts.as_json)
+    # optimize's kernel failed and nothing was asked: the run directory this command made goes,
+    # so that the suggested re-run (--fix-start, same --out) starts afresh
+    discard = ping is not None and ping.out is not None and _start_failure(store, spec) is not None \
+        and not store.calls()
+    code = _report(store, spec, run, opts.as_json, kept=not discard)
     store.close()
+    if discard:
+        ping.discard()
     raise typer.Exit(code)
 
 
@@ -339,6 +345,7 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None,
             raise notice.error  # another call found the model down: give up now, not after the retries
 
     llm.on_retry = on_retry
+    llm.on_send = progress.sending  # (a call the cache answers is not waited for)
     meter = JudgeMeter(pool, pool.n_workers)
     try:
         with pool, progress:
@@ -367,22 +374,25 @@ def _interrupted(store, spec) -> NoReturn:
     os._exit(EXIT_INTERRUPTED)
 
 
-def outage_message(store, spec, outage: str) -> str:
+def outage_message(store, spec, outage: str, verified: bool) -> str:
     """What a run that the model stopped answering did, and how to finish it."""
     when = ("To call the model for what the cache does not hold, finish the run without --offline"
             if "LLMCacheMissError" in outage else "Once the model answers again, finish the run")
     return (f"the model stopped answering ({outage[:300]}); the task-runs waiting for it stopped without "
-            f"spending their remaining iterations, and the best kernels so far are in {store.run_dir / 'best'}. "
+            f"spending their remaining iterations, and {verified_so_far(store.run_dir, verified)}. "
             f"{when} with: kernelwright {spec.command} --resume {store.run_dir}")
 
 
+def verified_so_far(run_dir: Path, verified: bool) -> str:
+    """Where a stopped run's verified kernels are, or that there are none yet (best/ is empty)."""
+    return f"the best kernels so far are in {run_dir / 'best'}" if verified else "nothing was verified yet"
+
+
 def _interrupted_message(command: str, run_dir: Path, verified: bool) -> str:
-    """What Ctrl-C leaves: where the verified kernels are, or that there are none yet (best/ is
-    empty then), and how to continue."""
-    where = (f"the best kernels so far are in {escape(str(run_dir / 'best'))}" if verified
-             else "nothing was verified yet")
-    return (f"[yellow]interrupted:[/] {where}; continue with kernelwright {command} --resume "
-            f"{escape(str(run_dir))}")
+    """What Ctrl-C leaves: where the verified kernels are, or that there are none yet, and how to
+    continue."""
+    return (f"[yellow]interrupted:[/] {escape(verified_so_far(run_dir, verified))}; continue with kernelwright "
+            f"{command} --resume {escape(str(run_dir))}")
 
 
 def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None):
@@ -403,7 +413,9 @@ def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | No
     return JudgePool(spec.device, options=options, workers_per_device=per_device)
 
 
-def _report(store, spec, run: AgentRun, as_json: bool) -> int:
+def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int:
+    """Print the run's results (or its error) and return the exit status; `kept`: False when the
+    run directory is removed (optimize's failing kernel, nothing asked)."""
     from ..agent.results import judge_undecided
 
     results, errors = run.results, run.errors
@@ -423,18 +435,20 @@ def _report(store, spec, run: AgentRun, as_json: bool) -> int:
         message, code = failed_start
     if run.outage is not None:  # whatever was found: the run is not finished
         code = EXIT_MODEL_UNAVAILABLE
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage))}",
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage, bool(found)))}",
                                    highlight=False, soft_wrap=True)
     if as_json:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,
                           "results": [_jsonable(x) for x in results], "errors": errors,
                           "model_unavailable": run.outage, "exit_code": code,
-                          **({"error": message} if failed_start else {})}, indent=2, default=str))
+                          **({"error": message} if failed_start else {}),
+                          **({} if kept else {"run_dir_removed": True})}, indent=2, default=str))
         return code
     console = Console()
     if failed_start is not None:
         Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-        console.print(f"run directory: {escape(str(store.run_dir))}  (your kernel's verdict in run.sqlite)")
+        if kept:
+            console.print(f"run directory: {escape(str(store.run_dir))}  (your kernel's verdict in run.sqlite)")
         return code
     for x in results:
         _print_result(console, store, spec, x)
@@ -509,5 +523,5 @@ def _print_result(console: Console, store, spec, x) -> None:
         console.print(f"stopped: {escape(reason)}" + (f" (runs {', '.join(runs)})" if x.runs > 1 else ""),
                       highlight=False)
     pk = ", ".join(f"pass@{k} {v:.2f}" for k, v in x.pass_at_k.items())
-    console.print(f"attempts {x.attempts} over {x.runs} run(s), {pk}; LLM calls {x.llm_calls}, tokens {x.tokens}, "
+    console.print(f"{plural(x.attempts, 'attempt')} over {plural(x.runs, 'run')}, {pk}; LLM calls {x.llm_calls}, tokens {x.tokens}, "
                   f"cost ${x.cost_usd:.4f}", highlight=False)

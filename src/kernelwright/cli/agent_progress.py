@@ -17,6 +17,7 @@ from rich.console import Console
 
 from ..agent.memory import Mode
 from .progress_line import Field, ProgressLine
+from .usage import plural
 
 if TYPE_CHECKING:
     from ..llm.retry import RetryNotice
@@ -26,6 +27,14 @@ def clock(seconds: float) -> str:
     """Elapsed time as rich's TimeElapsedColumn shows it: H:MM:SS."""
     s = int(seconds)
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def _answered(reply: Any) -> str:
+    """What came of a call: answered (by the model, or by the cache with nothing sent), or failed."""
+    if getattr(reply, "error", ""):
+        failure = getattr(reply, "failure", "") or "error"
+        return "the model's answer was unreadable" if failure == "unreadable" else f"the model failed: {failure}"
+    return "answered from the cache (nothing sent)" if getattr(reply, "cache_hit", False) else "the model answered"
 
 
 class AgentProgress:
@@ -41,6 +50,7 @@ class AgentProgress:
         self.best: dict[str, float | None] = {}        # task -> best verified speedup (None: untimed)
         self.ended: dict[str, int] = {}                # task -> task-runs ended
         self.latest = "starting the judge"
+        self._asking: dict[tuple[str, str], str] = {}  # (task, run) -> the role of the call being made
         console = console or Console(stderr=True)
         # a live line only on a terminal: in a pipe or CI its last frame would stay behind, cut short
         self.line = ProgressLine(console, self.fields, enabled=not quiet and console.is_terminal)
@@ -49,7 +59,7 @@ class AgentProgress:
     def __enter__(self) -> "AgentProgress":
         self.line.__enter__()
         if self._lines is not None:
-            self._lines.print(f"[0:00] starting the judge; {self.total} iterations planned", highlight=False)
+            self._lines.print(f"[0:00] starting the judge; {plural(self.total, 'iteration')} planned", highlight=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -57,7 +67,10 @@ class AgentProgress:
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         with self._lock:
-            self.latest = latest = self._apply(kind, data)
+            latest = self._apply(kind, data)
+            if latest is None:
+                return
+            self.latest = latest
             if self._lines is not None:
                 elapsed = int(time.monotonic() - self._started)
                 self._lines.print(f"[{elapsed // 60}:{elapsed % 60:02d}] {latest}", markup=False, highlight=False,
@@ -68,19 +81,29 @@ class AgentProgress:
         """The LLM client's hook: a call failed and waits to be sent again (minutes, at worst)."""
         self.event("retrying", {"task": tags.get("task", ""), "run": tags.get("run", ""), "notice": notice})
 
-    def _apply(self, kind: str, data: dict[str, Any]) -> str:
-        if kind == "asking":
-            return f"{data['task']} run {data['run']}: waiting for the model ({data['role']})"
+    def sending(self, tags: Mapping[str, str]) -> None:
+        """The LLM client's hook: a call the cache does not answer is sent (a replay is not waited for)."""
+        self.event("sending", {"task": tags.get("task", ""), "run": tags.get("run", "")})
+
+    def _apply(self, kind: str, data: dict[str, Any]) -> str | None:
+        """The event's line, or None for one that shows nothing by itself."""
+        where = f"{data.get('task', '')} run {data.get('run', '')}"
+        if kind == "asking":  # said once the call is sent: the cache may answer it at once
+            self._asking[(str(data["task"]), str(data["run"]))] = data["role"]
+            return None
+        if kind == "sending":
+            role = self._asking.get((str(data["task"]), str(data["run"])))
+            return f"{where}: waiting for the model" + (f" ({role})" if role else "")
         if kind == "retrying":
-            return f"{data['task']} run {data['run']}: waiting for the model ({data['notice'].describe()})"
+            return f"{where}: waiting for the model ({data['notice'].describe()})"
         if kind == "model_unavailable":
-            return f"{data['task']} run {data['run']}: the model is unavailable, stopping"
+            return f"{where}: the model is unavailable, stopping"
         if kind == "call":
             reply = data["reply"]
             self.calls += 1
             self.tokens += reply.tokens
             self.cost += reply.cost_usd
-            return f"{data['task']} run {data['run']}: the model answered ({reply.role})"
+            return f"{where}: {_answered(reply)} ({reply.role})"
         if kind == "attempt":
             a = data["attempt"]
             self.done += Mode(a.mode).by_llm  # an iteration: not the given kernel, not a tuned variant
@@ -92,9 +115,9 @@ class AgentProgress:
         if kind == "ended":
             self.ended[data["task"]] = self.ended.get(data["task"], 0) + 1
             # a run that ends early (correct without the optimizer, a budget) leaves iterations unplanned
-            return f"{data['task']} run {data['run']} ended: {data['reason']}"
+            return f"{where} ended: {data['reason']}"
         if kind == "judging":
-            return f"{data['task']} run {data['run']}: judging attempt {data['index']}"
+            return f"{where}: judging attempt {data['index']}"
         return f"{data.get('task', '')} {kind}"
 
     def fields(self) -> list[Field]:

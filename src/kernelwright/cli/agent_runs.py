@@ -129,13 +129,40 @@ def preflight_model(model: str, opts: AgentOptions, spec: Any = None) -> None:
     _, settings = load_llm_settings(opts.config_path, model=model, **llm_flags(opts, spec))
     if settings.offline:
         return
+    Console(stderr=True).print(f"checking the model at {escape(_where(model, settings))}…", highlight=False,
+                               soft_wrap=True)  # (a server that never answers holds this line for seconds)
     result = check_model(model, settings)
     if not result.ok:
         again = (f"kernelwright {spec.command} --resume {spec_dir(opts)}" if spec is not None
                  else "the same command")
         raise ModelDoesNotAnswer(f"the model does not answer, so the run does not start: {result.detail}. "
-                                 f"Check it with `kernelwright doctor --model {model}`, then run {again}"
+                                 f"Check it with `{doctor_command(model, opts, spec)}`, then run {again}"
                                  + (" (or add --offline to replay only what the run's cache holds)" if spec else ""))
+
+
+def _where(model: str, settings: Any) -> str:
+    """The endpoint the ping goes to: its URL, or the provider's own service."""
+    from ..llm import LLMError, parse_model
+
+    try:
+        endpoint = settings.endpoint(parse_model(model))
+    except LLMError:
+        return model
+    return endpoint.base_url or f"{endpoint.model.provider}'s API"
+
+
+def doctor_command(model: str, opts: AgentOptions, spec: Any = None) -> str:
+    """`kernelwright doctor` for the model as this command calls it: with the --base-url (given,
+    or the resumed run's) and the --config the run reads, which doctor would not find alone."""
+    import shlex
+
+    words = ["kernelwright", "doctor", "--model", model]
+    base_url = llm_flags(opts, spec)["base_url"]
+    if base_url:
+        words += ["--base-url", base_url]
+    if opts.config_path is not None:
+        words += ["--config", str(opts.config_path)]
+    return shlex.join(words)
 
 
 @dataclass(frozen=True)
@@ -280,16 +307,34 @@ def _counts(store: RunStore, spec: RunSpec, reopened: set[tuple[str, int]]) -> t
     return sum(done.values()), sum(max(0, iterations - done[k]) for k in started) + max(0, fresh) * iterations
 
 
+def _stopped_at_the_start(store: RunStore, spec: RunSpec) -> None:
+    """optimize without --fix-start that stopped at the user's failing kernel: nothing to resume
+    (ValueError, saying how to start the run that fixes it)."""
+    from ..agent.memory import Mode
+
+    if spec.command != "optimize" or spec.settings.fix_start:
+        return
+    attempts = store.attempts()
+    if any(a.mode.by_llm for a in attempts) or not any(a.mode == Mode.GIVEN and not a.passed for a in attempts):
+        return
+    raise ValueError(f"{store.run_dir} stopped at your kernel's verdict before asking the model anything, so there "
+                     "is nothing to resume: fix the kernel, or start a new run with --fix-start (another --out, "
+                     "or remove this one)")
+
+
 def resume(store: RunStore, spec: RunSpec, opts: AgentOptions) -> RunSpec:
     """Check the flags, ping the model when work is left, then apply the extensions and say what
     is resumed. Nothing is written before every check has passed."""
+    _stopped_at_the_start(store, spec)
     plan = plan_resume(store, spec, opts)
     if plan.to_go > 0:
         preflight_model(spec.model, opts, spec)
     if plan.changes:
         store.put_meta("spec", plan.spec.to_dict())
     store.reopen_task_runs(plan.reopen)
-    what = f"{plan.stored} attempts stored, {plan.to_go} to go"
+    from .usage import plural
+
+    what = f"{plural(plan.stored, 'attempt')} stored, {plan.to_go} to go"
     if plan.changes:
         what += f" ({', '.join(plan.changes)})"
     elif plan.to_go == 0:

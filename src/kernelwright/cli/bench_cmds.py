@@ -67,7 +67,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
-from .usage import clip
+from .usage import plural, clip
 
 ModeOpt = Annotated[str, typer.Option("--mode", help="geak (the full agent) | direct | one-shot | reflexion (the paper's baselines)")]
 TuneOpt = Annotated[bool, typer.Option("--tune/--no-tune", help="sweep the best kernel's launch parameters, no LLM")]
@@ -147,7 +147,8 @@ def bench_command(
     _print(report, store, opts.as_json, run.errors)
     store.close()
     if run.outage is not None:
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage))}",
+        verified = any(r.best is not None for r in run.results)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage, verified))}",
                                    highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_MODEL_UNAVAILABLE)
     raise typer.Exit(0)
@@ -243,7 +244,8 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
         return
     console = Console()
     console.print(f"[bold]{escape(report['suite'] or report.get('command') or 'bench')}[/], mode {escape(report['mode'])}, "
-                  f"{report['tasks']} tasks × {report['runs']} runs × {report['iterations']} iterations "
+                  f"{plural(report['tasks'], 'task')} × {plural(report['runs'], 'run')} × "
+                  f"{plural(report['iterations'], 'iteration')} "
                   f"({len(report['unsupported'])} unsupported here, counted as failures)", highlight=False)
     if report.get("shrink") is not None:
         console.print(f"[yellow]shrunk:[/] judged at problem sizes shrunk to about {report['shrink']:g} of their bytes "

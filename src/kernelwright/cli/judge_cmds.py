@@ -30,6 +30,7 @@ from .options import (
     profile_level,
     parse_tasks,
 )
+from .usage import plural
 from .usage import (  # noqa: F401
     EXIT_FAIL,
     EXIT_JUDGE_ERROR,
@@ -148,7 +149,7 @@ def tasks_command(
         console.print(table)
         cannot = [r for r in rows if r.get("unsupported")]
         if cannot:  # listed, and judged as unsupported until what they need is installed
-            err_console.print(f"[yellow]{len(cannot)} task(s) cannot run here:[/]")
+            err_console.print(f"[yellow]{plural(len(cannot), 'task')} cannot run here:[/]")
         for r in cannot:
             err_console.print(f"[yellow]  {escape(r['name'])}: {escape(r['unsupported'])}[/]", soft_wrap=True)
         if problems:

@@ -14,6 +14,7 @@ from rich.markup import escape
 from . import app
 from .agent_progress import clock
 from .progress_line import Field, ProgressLine
+from .usage import plural
 from .judge_cmds import EXIT_USAGE, usage_error
 from .options import (
     Command,
@@ -157,7 +158,7 @@ def judge_suite_command(
             work = plan([t for t in suite_tasks if not only or t.name in only], candidates, store, pool.backend,
                         max_perf_cases=max_perf_cases, options=options, shrink=shrink)
             if work.already_done:
-                err.print(f"resuming {out}: {work.already_done} task(s) already judged (same candidate file and "
+                err.print(f"resuming {out}: {plural(work.already_done, 'task')} already judged (same candidate file and "
                           "judge options: not judged again)")
             for name, why in work.rejudged:
                 err.print(f"[yellow]judging {escape(name)} again:[/] {escape(why)} since its stored verdict")
@@ -263,7 +264,7 @@ def print_failures(groups: dict[str, list[tuple[str, str, list[str]]]], limit: i
     if not groups:
         return
     total = sum(len(v) for v in groups.values())
-    console.print(f"\nfailures ({total} task(s), by kind; full reasons in the results file):", highlight=False)
+    console.print(f"\nfailures ({plural(total, 'task')}, by kind; full reasons in the results file):", highlight=False)
     for kind, items in groups.items():
         console.print(f"  {kind} ({len(items)}):", highlight=False)
         for task, reason, hung in items[:limit]:

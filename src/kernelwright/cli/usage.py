@@ -153,3 +153,8 @@ def clip(text: str, limit: int = 200) -> str:
     if len(text) <= limit:
         return text
     return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`count` and `word`, plural by the count: "1 attempt", "2 attempts", "0 attempts"."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"

@@ -79,7 +79,8 @@ class LLMClient:
         """`cache=None` opens the cache at `settings.cache_path` when `settings.cache` is on.
         `tags` are added to every usage record (e.g. {"run": run_id}). `on_retry(tags, notice)`
         hears of every retry of a call (the call's tags: which task is waiting), from the
-        calling thread; it may be set later, as an attribute."""
+        calling thread; it may be set later, as an attribute. `on_send(tags)`, an attribute
+        too, hears of a call about to be sent (not one the cache answers)."""
         self.model = parse_model(model)
         self.settings = settings or LLMSettings()
         self.ledger = ledger if ledger is not None else UsageLedger()
@@ -88,6 +89,7 @@ class LLMClient:
         self._limiter = limiter
         self._sleep = sleep
         self.on_retry = on_retry
+        self.on_send: Callable[[Mapping[str, str]], None] | None = None
         self._retry = RetryPolicy(self.settings.max_retries, self.settings.backoff_base_s,
                                   self.settings.backoff_max_s)
         if self.settings.offline and not self.settings.cache:
@@ -183,6 +185,8 @@ class LLMClient:
                     f"offline replay: no cached response for this {self.model} request "
                     f"(sample {sample_index}) in {self.settings.cache_path}; run without "
                     f"--offline to call the model")
+            if self.on_send is not None:
+                self.on_send(tags)
             on_retry = self.on_retry
             response, attempts = call_with_retries(
                 lambda: self._send_once(messages, sampling), self._retry, sleep=self._sleep,

@@ -18,8 +18,8 @@ from .settings import LLMSettings
 PING_MESSAGES = [{"role": "user", "content": "Reply with the single word: ok"}]
 PREFLIGHT_MAX_RETRIES = 2  # a model that needs more than this to say "ok" is not fit to start
 # A 16-token answer needs no reasoning model's minutes: a server that accepts the connection and
-# then says nothing must not hold the start of a run for three times llm.timeout_s (300 s).
-PREFLIGHT_TIMEOUT_S = 60.0
+# then says nothing must not hold the start of a run for three times llm.timeout_s (300 s); each
+# attempt waits llm.preflight_timeout_s (10 s; KERNELWRIGHT_LLM_PREFLIGHT_TIMEOUT_S).
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def check_model(model: str, settings: LLMSettings) -> CheckResult:
         client = LLMClient(model, replace(settings, cache=False,
                                           max_retries=min(settings.max_retries,
                                                           PREFLIGHT_MAX_RETRIES),
-                                          timeout_s=min(settings.timeout_s, PREFLIGHT_TIMEOUT_S)))
+                                          timeout_s=min(settings.timeout_s, settings.preflight_timeout_s)))
         completion = client.complete(PING_MESSAGES, max_tokens=16, temperature=0.0,
                                      use_cache=False)
     except LLMError as exc:

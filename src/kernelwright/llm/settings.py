@@ -40,6 +40,12 @@ register(
         "seconds to wait for one response before retrying (long answers from reasoning models "
         "take minutes)", "KERNELWRIGHT_LLM_TIMEOUT_S", "--timeout",
     ),
+    SettingSpec(
+        "llm.preflight_timeout_s", float, 10.0,
+        "seconds to wait for the one-word ping before a run starts (per attempt; a server that "
+        "accepts the connection and never answers fails the start in seconds)",
+        "KERNELWRIGHT_LLM_PREFLIGHT_TIMEOUT_S",
+    ),
     SettingSpec("llm.max_retries", int, 6, "retries after the first attempt on transient errors",
                 "KERNELWRIGHT_LLM_MAX_RETRIES"),
     SettingSpec("llm.backoff_base_s", float, 2.0, "first retry delay; doubles on each retry",
@@ -84,6 +90,7 @@ class LLMSettings:
     model: str | None = None
     base_url: str | None = None
     timeout_s: float = 300.0
+    preflight_timeout_s: float = 10.0
     max_retries: int = 6
     backoff_base_s: float = 2.0
     backoff_max_s: float = 60.0
@@ -110,6 +117,7 @@ class LLMSettings:
             model=config.get("llm.model"),
             base_url=config.get("llm.base_url"),
             timeout_s=config.get("llm.timeout_s"),
+            preflight_timeout_s=config.get("llm.preflight_timeout_s"),
             max_retries=config.get("llm.max_retries"),
             backoff_base_s=config.get("llm.backoff_base_s"),
             backoff_max_s=config.get("llm.backoff_max_s"),

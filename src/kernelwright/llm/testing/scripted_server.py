@@ -23,7 +23,8 @@ An answer holds `content`, or `status` (+ `message`, `retry_after`) for an error
 output_tokens, reasoning_tokens, cached_tokens), `malformed` ("not_json", "missing_fields",
 "truncated") or `drop_connection: true`.
 
-Run standalone: python -m kernelwright.llm.testing.scripted_server --script FILE --port N
+Run standalone: python -m kernelwright.llm.testing.scripted_server --script FILE --port N [--log]
+(--log: a line per request on stderr; Ctrl-C stops it and says how many requests it received).
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, TextIO
 
 _ANSWER_KEYS = {
     "content", "status", "message", "retry_after", "delay_s", "times", "finish_reason", "usage",
@@ -153,6 +155,7 @@ class ScriptedServer:
         self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self.log: TextIO | None = None  # a line per request (path, model, the script entry that answers)
 
     @property
     def port(self) -> int:
@@ -191,18 +194,28 @@ class ScriptedServer:
     # Called by the handler threads.
 
     def _begin(self, request: RecordedRequest) -> Answer | None:
+        answer, entry = self._choose(request)
+        if self.log is not None:
+            status = "no answer left, 400" if answer is None else (
+                f"{answer.status}" if answer.status else "malformed" if answer.malformed else "200")
+            print(f"#{self.request_count} POST {request.path} model={request.body.get('model', '?')}: "
+                  f"{entry} ({status})", file=self.log, flush=True)
+        return answer
+
+    def _choose(self, request: RecordedRequest) -> tuple[Answer | None, str]:
+        """The answer to `request` and which script entry it is: sequence[i], rules[i], default."""
         with self._lock:
             self.requests.append(request)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
             if self._next < len(self.script.sequence):
                 self._next += 1
-                return self.script.sequence[self._next - 1]
+                return self.script.sequence[self._next - 1], f"sequence[{self._next - 1}]"
         prompt = request.prompt
-        for pattern, answer in self.script.rules:
+        for i, (pattern, answer) in enumerate(self.script.rules):
             if pattern.search(prompt):
-                return answer
-        return self.script.default
+                return answer, f"rules[{i}] /{pattern.pattern[:40]}/"
+        return self.script.default, "default" if self.script.default else "nothing"
 
     def _end(self) -> None:
         with self._lock:
@@ -364,8 +377,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--script", required=True, type=Path, help="script file (JSON)")
     parser.add_argument("--port", type=int, default=0, help="port (0: any free port)")
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--log", action="store_true",
+                        help="a line per request on stderr: path, model, the script entry that answered")
     args = parser.parse_args(argv)
     server = ScriptedServer(args.script, host=args.host, port=args.port)
+    server.log = sys.stderr if args.log else None
     print(f"OpenAI protocol:    {server.openai_base_url}", flush=True)
     print(f"Anthropic protocol: {server.anthropic_base_url}", flush=True)
     try:
@@ -374,6 +390,8 @@ def main(argv: list[str] | None = None) -> None:
         pass
     finally:
         server._httpd.server_close()
+        print(f"scripted server stopped: {server.request_count} request"
+              f"{'' if server.request_count == 1 else 's'} received", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
