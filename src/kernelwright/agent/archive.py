@@ -109,7 +109,7 @@ def _jit_loop(code: str) -> bool:
     for i, line in enumerate(lines):
         if not _JIT.match(line.strip()):
             continue
-        body = []
+        body: list[str] = []
         for later in lines[i + 1:]:
             if later.strip() and not later[0].isspace() and body:
                 break  # the next top-level statement: the kernel's body has ended

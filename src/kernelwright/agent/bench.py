@@ -34,7 +34,7 @@ def settings_for(mode: str, *, iterations: int, runs: int, seed: int, ablations:
     base = AgentSettings(iterations=iterations, runs=runs, seed=seed, max_debug_attempts=max_debug_attempts,
                          temperature=temperature, tune=tune, tune_variants=tune_variants)
     settings = replace(base, **BENCH_MODES[mode])
-    off = {k: False for k, on in ablations.items() if on is False}
+    off: dict[str, Any] = {k: False for k, on in ablations.items() if on is False}
     return replace(settings, **off)
 
 
