@@ -51,6 +51,10 @@ class CaseTiming:
     speedup: float | None
     ci95: tuple[float, float] | None
     roofline_ms: float | None
+    # each side's (fastest, slowest) block median over the timed blocks: the spread of its latency
+    # (None in records stored before these fields, and where the verdict kept no block times)
+    ref_range: tuple[float, float] | None = None
+    cand_range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,8 @@ class Attempt:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Attempt":
         data = dict(data)
-        data["timings"] = tuple(CaseTiming(**{**t, "ci95": tuple(t["ci95"]) if t.get("ci95") else None})
+        data["timings"] = tuple(CaseTiming(**{**t, **{k: tuple(t[k]) if t.get(k) else None
+                                                     for k in ("ci95", "ref_range", "cand_range")}})
                                 for t in data.get("timings", ()))
         data["flags"] = tuple(data.get("flags", ()))
         if data.get("speedup_ci95"):
@@ -113,7 +118,8 @@ class Attempt:
     def with_verdict(self, verdict: Verdict, feedback: str) -> "Attempt":
         """A copy carrying the judge's verdict (the attempt is stored only once it has one)."""
         timings = tuple(
-            CaseTiming(c.label, c.ref_ms, c.cand_ms, c.speedup, _interval(c.ci95), c.roofline_ms)
+            CaseTiming(c.label, c.ref_ms, c.cand_ms, c.speedup, _interval(c.ci95), c.roofline_ms,
+                       _block_range(c.timing, "ref_block_ms"), _block_range(c.timing, "cand_block_ms"))
             for c in verdict.cases if c.kind == "performance" and c.cand_ms is not None)
         return replace(
             self, candidate_id=verdict.candidate_id or self.candidate_id, kind=verdict_kind(verdict),
@@ -124,6 +130,12 @@ class Attempt:
             feedback=feedback, judge_s=float(verdict.stage_seconds.get("total", 0.0)),
             # (getattr: a verdict of a judge without profiles has no such field)
             profile=dict(getattr(verdict, "profile", None) or {}), shrink=getattr(verdict, "shrink", None))
+
+
+def _block_range(timing: dict[str, Any] | None, key: str) -> tuple[float, float] | None:
+    """(min, max) of one side's block medians in a case's timing record, or None."""
+    values = [v for v in (timing or {}).get(key) or () if isinstance(v, (int, float))]
+    return (min(values), max(values)) if values else None
 
 
 def _interval(ci: Sequence[float] | None) -> tuple[float, float] | None:

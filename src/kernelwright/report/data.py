@@ -70,8 +70,9 @@ def read_text(path: Any) -> str:
 
 
 def timing_rows(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per timed shape: both medians, the speedup and its 95% interval; where the verdict kept the
-    block times (judge-suite verdicts), each side's range over its blocks."""
+    """Per timed shape: both medians, the speedup and its 95% interval, and each side's range over
+    its timed blocks (agent attempts keep it as `ref_range`/`cand_range`; judge-suite verdicts as
+    the block times themselves; None in records from before)."""
     rows = []
     for c in cases:
         if c.get("cand_ms") is None:
@@ -79,7 +80,8 @@ def timing_rows(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         timing = c.get("timing") or {}
         rows.append({"label": c.get("label", ""), "ref_ms": c.get("ref_ms"), "cand_ms": c.get("cand_ms"),
                      "speedup": c.get("speedup"), "ci95": c.get("ci95"), "roofline_ms": c.get("roofline_ms"),
-                     "ref_range": _span(timing.get("ref_block_ms")), "cand_range": _span(timing.get("cand_block_ms"))})
+                     "ref_range": c.get("ref_range") or _span(timing.get("ref_block_ms")),
+                     "cand_range": c.get("cand_range") or _span(timing.get("cand_block_ms"))})
     return rows
 
 
