@@ -22,6 +22,10 @@ from .usage import plural
 if TYPE_CHECKING:
     from ..llm.retry import RetryNotice
 
+# Off a terminal, with no event for this long, a line repeats the latest one ("still ...") so that
+# a kernel judged for minutes under the interpreter, or a long timing turn, never looks hung.
+HEARTBEAT_S = 60.0
+
 
 def clock(seconds: float) -> str:
     """Elapsed time as rich's TimeElapsedColumn shows it: H:MM:SS."""
@@ -55,15 +59,39 @@ class AgentProgress:
         # a live line only on a terminal: in a pipe or CI its last frame would stay behind, cut short
         self.line = ProgressLine(console, self.fields, enabled=not quiet and console.is_terminal)
         self._lines = console if quiet or not console.is_terminal else None
+        self._printed = time.monotonic()  # when the last off-terminal line was printed
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
 
     def __enter__(self) -> "AgentProgress":
         self.line.__enter__()
         if self._lines is not None:
             self._lines.print(f"[0:00] starting the judge; {plural(self.total, 'iteration')} planned", highlight=False)
+            self._printed = time.monotonic()
+            self._beat = threading.Thread(target=self._heartbeat, name="kw-progress-heartbeat", daemon=True)
+            self._beat.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=1.0)
         self.line.__exit__(*exc)
+
+    def _print_line(self, text: str) -> None:
+        """One off-terminal line, with the elapsed time (the caller holds the lock)."""
+        assert self._lines is not None
+        elapsed = int(time.monotonic() - self._started)
+        self._lines.print(f"[{elapsed // 60}:{elapsed % 60:02d}] {text}", markup=False, highlight=False, soft_wrap=True)
+        self._printed = time.monotonic()
+
+    def _heartbeat(self) -> None:
+        """Off a terminal: after HEARTBEAT_S without a line, say what is still going on."""
+        while not self._stop.wait(min(HEARTBEAT_S, 5.0)):
+            with self._lock:
+                quiet_s = time.monotonic() - self._printed
+                if quiet_s >= HEARTBEAT_S:
+                    self._print_line(f"still working, {int(quiet_s)} s since the last event: {self.latest}")
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         with self._lock:
@@ -72,9 +100,7 @@ class AgentProgress:
                 return
             self.latest = latest
             if self._lines is not None:
-                elapsed = int(time.monotonic() - self._started)
-                self._lines.print(f"[{elapsed // 60}:{elapsed % 60:02d}] {latest}", markup=False, highlight=False,
-                                  soft_wrap=True)
+                self._print_line(latest)
         self.line.refresh()
 
     def retrying(self, tags: Mapping[str, str], notice: RetryNotice) -> None:
