@@ -60,7 +60,7 @@ def test_optimize_names_the_file_it_cannot_read(runner, tmp_path, what):
 def test_the_interrupt_message_says_when_nothing_was_verified(tmp_path):
     from rich.console import Console
 
-    from kernelwright.cli.agent_cmds import _interrupted_message
+    from kernelwright.cli.agent_results import interrupted_message as _interrupted_message
 
     def shown(verified: bool) -> str:
         console = Console(width=200, record=True, file=io.StringIO())
@@ -131,7 +131,7 @@ def test_the_outage_message_says_when_nothing_was_verified(tmp_path):
     is verified, so it is named only then (one helper for both)."""
     from types import SimpleNamespace
 
-    from kernelwright.cli.agent_cmds import outage_message
+    from kernelwright.cli.agent_results import outage_message
 
     store, spec = SimpleNamespace(run_dir=tmp_path), SimpleNamespace(command="generate")
     none = outage_message(store, spec, "LLMTransientError: HTTP 500", verified=False)

@@ -27,7 +27,6 @@ from typing import Annotated, Any, NamedTuple, NoReturn, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ..agent.memory import Mode
 from . import app
@@ -50,7 +49,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
-from .usage import clip, plural
+from .agent_results import interrupted_message, jsonable, outage_message, print_result
 
 EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_MODEL_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -366,33 +365,12 @@ def _interrupted(store, spec) -> NoReturn:
     names = sorted({a.task for a in store.attempts()})
     verified = any(r.best is not None for r in write_outputs(store, names, spec.settings.runs))
     store.close()
-    Console(stderr=True).print(_interrupted_message(spec.command, store.run_dir, verified), highlight=False)
+    Console(stderr=True).print(interrupted_message(spec.command, store.run_dir, verified), highlight=False)
     # Task-runs still waiting for the model would hold the exit for up to the LLM timeout:
     # everything is stored (each attempt and call is committed as it happens), so leave now.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)
-
-
-def outage_message(store, spec, outage: str, verified: bool) -> str:
-    """What a run that the model stopped answering did, and how to finish it."""
-    when = ("To call the model for what the cache does not hold, finish the run without --offline"
-            if "LLMCacheMissError" in outage else "Once the model answers again, finish the run")
-    return (f"the model stopped answering ({outage[:300]}); the task-runs waiting for it stopped without "
-            f"spending their remaining iterations, and {verified_so_far(store.run_dir, verified)}. "
-            f"{when} with: kernelwright {spec.command} --resume {store.run_dir}")
-
-
-def verified_so_far(run_dir: Path, verified: bool) -> str:
-    """Where a stopped run's verified kernels are, or that there are none yet (best/ is empty)."""
-    return f"the best kernels so far are in {run_dir / 'best'}" if verified else "nothing was verified yet"
-
-
-def _interrupted_message(command: str, run_dir: Path, verified: bool) -> str:
-    """What Ctrl-C leaves: where the verified kernels are, or that there are none yet, and how to
-    continue."""
-    return (f"[yellow]interrupted:[/] {escape(verified_so_far(run_dir, verified))}; continue with kernelwright "
-            f"{command} --resume {escape(str(run_dir))}")
 
 
 def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None):
@@ -439,7 +417,7 @@ def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int
                                    highlight=False, soft_wrap=True)
     if as_json:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,
-                          "results": [_jsonable(x) for x in results], "errors": errors,
+                          "results": [jsonable(x) for x in results], "errors": errors,
                           "model_unavailable": run.outage, "exit_code": code,
                           **({"error": message} if failed_start else {}),
                           **({} if kept else {"run_dir_removed": True})}, indent=2, default=str))
@@ -451,7 +429,7 @@ def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int
             console.print(f"run directory: {escape(str(store.run_dir))}  (your kernel's verdict in run.sqlite)")
         return code
     for x in results:
-        _print_result(console, store, spec, x)
+        print_result(console, store, spec, x)
     for e in errors:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
     console.print(f"run directory: {escape(str(store.run_dir))}  (results.jsonl, summary.json, best/, run.sqlite)")
@@ -471,57 +449,3 @@ def _start_failure(store, spec) -> tuple[str, int] | None:
                "--fix-start to have the agent fix it")
     judge_error = all(a.kind == "judge_error" for a in failed.values())
     return message, EXIT_JUDGE_ERROR if judge_error else EXIT_USAGE
-
-
-def _jsonable(result) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return dict(asdict(result), improved=result.improved)
-
-
-def _print_result(console: Console, store, spec, x) -> None:
-    best = x.best
-    head = f"[bold]{escape(x.task)}[/]: "
-    if best is None:
-        near = x.best_unverified
-        # a verdict the judge could not decide is shown whole: it says what the machine lacks
-        why = (near["reason"] if near.get("stage") == "judge_error" else clip(near["reason"])) if near else ""
-        console.print(head + "[red]no verified kernel[/]" + (f" (closest: {escape(near['kind'])} - {escape(why)})"
-                                                            if near else ""), highlight=False, soft_wrap=True)
-    else:
-        sp = best.get("speedup")
-        ci = best.get("speedup_ci95")
-        speed = (f"speedup {sp:.3f}x" + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")) if sp is not None \
-            else "speed not measured (CPU interpreter)"
-        console.print(head + f"[green]passed[/], {speed}, attempt {best['index']} of run {best['run']} ({best['mode']})",
-                      highlight=False)
-        if best.get("timings"):
-            table = Table("shape", "reference ms", "kernel ms", "speedup", "95% CI")
-            for t in best["timings"]:
-                ci_t = t.get("ci95")
-                table.add_row(escape(t["label"]), f"{t['ref_ms']:.4g}" if t["ref_ms"] else "-",
-                              f"{t['cand_ms']:.4g}" if t["cand_ms"] else "-",
-                              f"{t['speedup']:.3f}" if t["speedup"] else "-",
-                              f"{ci_t[0]:.3f}-{ci_t[1]:.3f}" if ci_t else "-")
-            console.print(table)
-        console.print(f"best kernel: {escape(str(store.run_dir / 'best' / (x.task + '.py')))}")
-    if spec.command == "optimize":
-        if x.given_speedup is None:
-            given = [a for a in store.attempts(x.task) if a.mode == Mode.GIVEN]
-            why = ("correct, but not timed" if given and given[0].passed else
-                   f"not verified ({given[0].kind}: {given[0].reason[:160]})" if given else "not judged")
-            fixed = best is not None and given and not given[0].passed
-            console.print(f"your kernel: {escape(why)}; " + ("the kernel above is a verified fix (--fix-start)"
-                                                             if fixed else "nothing to compare against"),
-                          highlight=False)
-        elif x.improved:
-            console.print(f"faster than your kernel ({x.given_speedup:.3f}x against the reference)")
-        else:
-            console.print(f"[yellow]no kernel faster than yours[/] ({x.given_speedup:.3f}x against the reference) was found")
-    for reason in sorted(set(x.ended.values())):  # why the run stopped (before --iterations, often)
-        runs = sorted(r for r, why in x.ended.items() if why == reason)
-        console.print(f"stopped: {escape(reason)}" + (f" (runs {', '.join(runs)})" if x.runs > 1 else ""),
-                      highlight=False)
-    pk = ", ".join(f"pass@{k} {v:.2f}" for k, v in x.pass_at_k.items())
-    console.print(f"{plural(x.attempts, 'attempt')} over {plural(x.runs, 'run')}, {pk}; LLM calls {x.llm_calls}, tokens {x.tokens}, "
-                  f"cost ${x.cost_usd:.4f}", highlight=False)
