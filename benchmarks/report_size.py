@@ -99,7 +99,7 @@ def build_run(out: Path, tasks: int = 30, runs: int = 4, iterations: int = 5, se
     from kernelwright.agent.budget import Limits
     from kernelwright.agent.loop import AgentSettings
     from kernelwright.agent.results import write_outputs
-    from kernelwright.cli.bench_cmds import write_metrics
+    from kernelwright.agent.run_metrics import write_metrics
 
     rng = random.Random(seed)
     names = [f"{prefix}_{i:02d}" for i in range(tasks)]

@@ -13,7 +13,7 @@ import pytest
 
 from kernelwright.agent.app import RunSpec
 from kernelwright.agent.loop import AgentSettings
-from kernelwright.cli.bench_cmds import task_names_of
+from kernelwright.agent.run_metrics import task_names_of
 from kernelwright.llm.testing import ScriptedServer
 from kernelwright.suites.geak_source import ROCM_DIR
 

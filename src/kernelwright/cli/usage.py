@@ -23,6 +23,8 @@ except ImportError:  # pragma: no cover - typer on top of the click package
 from rich.console import Console
 from rich.markup import escape
 
+from ..agent.run_metrics import clip  # noqa: F401 - one definition, for the CLI's messages too
+
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 err_console = Console(stderr=True)
@@ -147,12 +149,6 @@ def run(app: typer.Typer, args: Sequence[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def clip(text: str, limit: int = 200) -> str:
-    """`text` cut at a word before `limit` characters, with an ellipsis: a cut reason must not
-    read as a whole one ("need about 66.00 GiB of")."""
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

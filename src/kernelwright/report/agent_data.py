@@ -1,6 +1,6 @@
 """An agent run directory (bench, generate, optimize) as a report shows it. The store is opened
 read-only, so a run still going can be shown; the numbers come from the same functions `bench`
-writes metrics.json and results.jsonl with (cli/bench_cmds.run_metrics, agent/results.task_result)."""
+writes metrics.json and results.jsonl with (agent/run_metrics.run_metrics, agent/results.task_result)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ ABLATIONS = (("one_shot", "no one-shot example"), ("knowledge", "no knowledge"),
 def load_agent_run(path: Path, with_tasks: bool = True) -> RunData:
     from ..agent.app import RunSpec
     from ..agent.memory import Attempt
-    from ..cli.bench_cmds import failures, run_metrics, task_names_of
+    from ..agent.run_metrics import failures, run_metrics, task_names_of
     from ..store import RunStore, StoreError
 
     store = RunStore(path, readonly=True, decode=Attempt.from_dict)
@@ -178,7 +178,7 @@ def _calls_by_attempt(store: Any) -> dict[tuple[str, int, int], list[dict[str, A
 def _load_tasks(spec: Any) -> dict[str, Any]:
     """The run's tasks, for their instructions and references; a task that cannot be loaded here
     (its suite's checkout moved) is shown without them."""
-    from ..cli.bench_cmds import task_names_of
+    from ..agent.run_metrics import task_names_of
     from ..tasks.registry import load_task_ref
 
     out = {}
