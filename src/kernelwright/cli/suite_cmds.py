@@ -17,7 +17,9 @@ from .progress_line import Field, ProgressLine
 from .usage import plural
 from .judge_cmds import EXIT_USAGE, usage_error
 from .options import (
+    AddressOpt,
     Command,
+    ExecutorOpt,
     ShrinkOpt,
     shrunk_tasks,
     JudgeBaseSeedOpt,
@@ -82,12 +84,15 @@ def judge_suite_command(
     profile: ProfileOpt = "basic",
     no_profile: NoProfileOpt = False,
     shrink: ShrinkOpt = None,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
     Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
     """
-    from ..judge import DeviceUnavailable, JudgePool, detect_backend
+    from ..judge import DeviceUnavailable, detect_backend
+    from ..judge.coordinator.executor import EXECUTORS, open_pool
     from ..suites.runner import (
         REFERENCE,
         ResultStore,
@@ -103,13 +108,15 @@ def judge_suite_command(
     profile = profile_level(profile, no_profile)
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
+    if executor not in EXECUTORS or (address is not None and executor != "ray"):
+        raise usage_error(f"--executor must be one of {', '.join(EXECUTORS)}; --address needs --executor ray")
     if candidates != REFERENCE and not Path(candidates).is_dir():
         raise usage_error(f"--candidates {candidates!r} is not a folder (or 'reference')")
     try:
         check_suite_source(suite, path)
     except SuiteUsageError as exc:
         raise usage_error(str(exc)) from None
-    if perf and not force:
+    if perf and not force and executor == "local":
         try:
             backend, _ = detect_backend(device)
         except DeviceUnavailable as exc:
@@ -136,7 +143,7 @@ def judge_suite_command(
     only: set[str] | None = None
     work = None
     try:
-        with JudgePool(device, options=options, workers_per_device=workers_per_device) as pool:
+        with open_pool(executor, address, device, options, workers_per_device) as pool:
             # With other workers on the GPU between timing turns (and compiling on the CPU during
             # them), two processes timing the same kernel differ more than on a quiet machine:
             # intervals carry the systematic term measured by reference-against-itself suite runs
