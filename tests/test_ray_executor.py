@@ -1,0 +1,88 @@
+"""`--executor ray` (issue 33) on a local two-node Ray cluster (`ray.cluster_utils.Cluster`, CPU,
+Triton's interpreter; each node's GPU simulated as the custom resource `kw_gpu`): the same
+verdicts as the local executor, and a judging actor killed mid-candidate loses no result and
+doubles none. Skipped where Ray is not installed (it is the optional extra `kernelwright[ray]`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent
+TASKS = "vector_add,silu,softmax,row_sum"
+# a passing candidate, two wrong ones and one that does not define its entry point
+CANDIDATES = {"vector_add": "vector_add/good.py", "silu": "silu/exp_ratio.py",
+              "softmax": "softmax/no_max_subtraction.py", "row_sum": "vector_add/no_entry.py"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two nodes of one (simulated) GPU each; num_cpus=1 so that Ray's own workers fit 2 cores."""
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"kw_gpu": 1}})
+    c.add_node(num_cpus=1, resources={"kw_gpu": 1})
+    ray.init(address=c.address, include_dashboard=False, log_to_driver=False)
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+@pytest.fixture
+def candidates(tmp_path):
+    folder = tmp_path / "candidates"
+    folder.mkdir()
+    for task, source in CANDIDATES.items():
+        shutil.copy(ROOT / "candidates" / source, folder / f"{task}.py")
+    return folder
+
+
+def verdicts(out: Path) -> dict[str, tuple]:
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == len({line["task"] for line in lines}), "a task recorded twice"
+    return {line["task"]: (line["verdict"]["kind"], line["verdict"]["stage"], line["verdict"]["correct"])
+            for line in lines}
+
+
+@pytest.mark.slow
+def test_ray_executor_gives_the_local_verdicts(cluster, candidates, tmp_path, kernelwright_here):
+    common = ["judge-suite", "--suite", "builtin", "--candidates", str(candidates), "--tasks", TASKS,
+              "--judge-seeds", "1", "--device", "cpu"]
+    local = kernelwright_here(*common, "--out", str(tmp_path / "local.jsonl"))
+    assert local.returncode == 0, local.stderr
+    remote = kernelwright_here(*common, "--executor", "ray", "--address", cluster.address,
+                               "--out", str(tmp_path / "ray.jsonl"))
+    assert remote.returncode == 0, remote.stderr
+    expected = verdicts(tmp_path / "local.jsonl")
+    assert sorted(expected) == sorted(TASKS.split(","))
+    assert expected["vector_add"][2] is True and expected["silu"][2] is False
+    assert verdicts(tmp_path / "ray.jsonl") == expected
+
+
+@pytest.mark.slow
+def test_an_actor_killed_mid_candidate_loses_and_doubles_nothing(cluster):
+    from kernelwright.judge import JudgeOptions
+    from kernelwright.judge.coordinator.raypool import RayJudgePool
+    from kernelwright.suites.runner import load_suite_tasks
+
+    tasks = {t.name: t for t in load_suite_tasks("builtin", None)[0]}
+    good = (ROOT / "candidates" / "vector_add" / "good.py").read_text()
+    with RayJudgePool(options=JudgeOptions(seeds=1)) as pool:
+        assert pool.n_workers == 2
+        futures = [pool.submit(tasks["vector_add"], good, candidate_id=f"c{i}") for i in range(6)]
+        deadline = time.monotonic() + 300
+        victim = None
+        while victim is None and time.monotonic() < deadline:
+            victim = next((h for h in pool._workers if h is not None and h.busy and h.info), None)
+            time.sleep(0.05)
+        assert victim is not None, "no actor was ever busy"
+        ray.kill(victim.actor, no_restart=True)
+        results = [f.result(timeout=600) for f in futures]
+    assert sorted(v.candidate_id for v in results) == [f"c{i}" for i in range(6)]
+    assert all(v.correct for v in results), [v.reason for v in results if not v.correct]
+    assert len(pool._retired) == 1
