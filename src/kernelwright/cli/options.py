@@ -265,6 +265,8 @@ class AgentOptions:
     profile: str = "basic"                        # --profile (off, basic, full)
     shrink: float | None = None                   # --shrink F (None: the problems' own sizes)
     no_profile: bool = False                      # --no-profile: --profile off (the ablation switch)
+    executor: str = "local"                       # --executor: local workers, or Ray actors (bench)
+    address: str | None = None                    # --address: the Ray cluster (None: a local Ray)
     # the run
     out: Path | None = None
     resume: Path | None = None

@@ -92,7 +92,7 @@ def judge_suite_command(
     Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
     """
     from ..judge import DeviceUnavailable, detect_backend
-    from ..judge.coordinator.executor import EXECUTORS, open_pool
+    from ..judge.coordinator.executor import check_executor, open_pool
     from ..suites.runner import (
         REFERENCE,
         ResultStore,
@@ -108,8 +108,10 @@ def judge_suite_command(
     profile = profile_level(profile, no_profile)
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
-    if executor not in EXECUTORS or (address is not None and executor != "ray"):
-        raise usage_error(f"--executor must be one of {', '.join(EXECUTORS)}; --address needs --executor ray")
+    try:
+        check_executor(executor, address)
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
     if candidates != REFERENCE and not Path(candidates).is_dir():
         raise usage_error(f"--candidates {candidates!r} is not a folder (or 'reference')")
     try:

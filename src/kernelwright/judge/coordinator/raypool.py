@@ -68,6 +68,11 @@ def actor_slots(ray) -> list[dict]:
             for node in ray.nodes() if node.get("Alive")]
 
 
+def cluster_slots() -> int:
+    """How many judging actors the connected cluster has room for."""
+    return len(actor_slots(import_ray()))
+
+
 class _Remote:
     """What the pool reads of a handle's process (`pid`, `poll`), for an actor's worker."""
 
