@@ -329,3 +329,35 @@ def test_progress_counts_the_models_attempts_by_mode():
         progress.event("attempt", {"attempt": Attempt("t", 0, index, mode, 0, None, None)})
     assert progress.done == sum(m.by_llm for m in Mode) == 5  # generate, fresh, fix, optimize, crossover
     assert not Mode.GIVEN.by_llm and not Mode.TUNE.by_llm and Mode.FIX.by_llm
+
+
+# -- --executor / --address (issue 33) ------------------------------------------------------------
+
+@pytest.mark.parametrize("args, says", [(["--executor", "slurm"], "unknown executor 'slurm'"),
+                                        (["--address", "auto"], "--address is for --executor ray")])
+def test_judge_suite_refuses_a_bad_executor(runner, tmp_path, args, says):
+    result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
+                                 *args, "--out", str(tmp_path / "r.jsonl")])
+    assert result.exit_code == 2 and says in flat(result.output)
+
+
+def test_executor_ray_without_ray_says_how_to_install(runner, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference",
+                                 "--executor", "ray", "--out", str(tmp_path / "r.jsonl")])
+    assert result.exit_code == 2
+    assert "pip install 'kernelwright[ray]'" in flat(result.output)
+
+
+def test_bench_passes_the_executor_to_the_judge_pool(monkeypatch):
+    from kernelwright.cli import agent_cmds
+
+    seen = {}
+    monkeypatch.setattr("kernelwright.judge.coordinator.raypool.RayJudgePool",
+                        lambda address, options: seen.update(address=address, options=options) or "pool")
+    spec = type("Spec", (), {"judge_seeds": 1, "judge_base_seed": None, "perf": False, "timeout_scale": 1.0,
+                             "max_perf_cases": None, "sandbox": "auto", "profile": "off", "device": "cpu"})()
+    assert agent_cmds._judge_pool(spec, 1, None, "ray", "10.0.0.1:6379") == "pool"
+    assert seen["address"] == "10.0.0.1:6379" and seen["options"].seeds == 1
