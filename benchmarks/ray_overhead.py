@@ -2,7 +2,8 @@
 
 - per-candidate overhead: the same N candidates judged by a local pool of one worker and by a
   one-node Ray cluster of one actor (wrapping the same worker); the difference in wall time per
-  candidate is what Ray adds (a round trip, the source shipped, a file written on the node);
+  candidate is what Ray costs end to end, and each round trip less the time the actor spent
+  judging is Ray's transport alone (the rest is Ray's daemons competing for the CPU cores);
 - throughput: a two-node local cluster (one simulated GPU, `kw_gpu`, per node) against one node.
 
     PYTHONPATH=src python benchmarks/ray_overhead.py [--candidates 8] [--out ray_overhead.json]
@@ -59,7 +60,14 @@ def ray_run(task, source: str, n: int, options, nodes: int) -> dict:
             assert pool.n_workers == nodes
             if nodes > 1:  # warm every actor, not just the first free one
                 [f.result() for f in [pool.submit(task, source) for _ in range(nodes)]]
-            return timed(pool, task, source, n)
+            result = timed(pool, task, source, n)
+            handles = [h for h in pool._workers if h is not None]
+            judged = sum(h.judged for h in handles)
+            # Ray's own part: each round trip less the time the actor spent judging
+            result["transport_per_candidate_ms"] = round(
+                1000 * sum(h.round_trip_s - h.node_s for h in handles) / judged, 2)
+            result["on_node_per_candidate_s"] = round(sum(h.node_s for h in handles) / judged, 3)
+            return result
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -82,6 +90,7 @@ def main() -> None:
     report = {"cpu_count": os.cpu_count(), "task": task.name, "local_1_worker": local, "ray_1_node": one,
               "ray_2_nodes": two,
               "ray_overhead_per_candidate_s": round(one["per_candidate_s"] - local["per_candidate_s"], 3),
+              "ray_transport_per_candidate_ms": one["transport_per_candidate_ms"],
               "two_vs_one_node_throughput": round(two["throughput_per_min"] / one["throughput_per_min"], 2)}
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

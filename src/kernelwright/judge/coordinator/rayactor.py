@@ -13,6 +13,7 @@ import hashlib
 import os
 import socket
 import tempfile
+import time
 from pathlib import Path
 
 from ..common.options import JudgeOptions
@@ -78,9 +79,14 @@ class NodeJudge:
             copy.write_bytes(task_bytes)
         return ref.replace(inner, str(copy)) if prefix else str(copy)
 
-    def judge(self, request: dict, source: str, task_bytes: bytes | None, timeout: float) -> dict:
-        """The verdict (a dict) of one candidate. A worker lost here (the candidate killed or
+    def judge(self, request: dict, source: str, task_bytes: bytes | None, timeout: float) -> tuple[dict, float]:
+        """The verdict (a dict) of one candidate, and the seconds it took here (the driver's
+        round trip less these is what Ray adds). A worker lost here (the candidate killed or
         stopped it) is replaced and the verdict is a judge error, as on one host."""
+        started = time.monotonic()
+        return self._judge(request, source, task_bytes, timeout), time.monotonic() - started
+
+    def _judge(self, request: dict, source: str, task_bytes: bytes | None, timeout: float) -> dict:
         digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
         path = self.incoming / f"{digest}-{os.getpid()}.py"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -92,6 +92,9 @@ class RayWorkerHandle:
         self.process = _Remote()
         self.info: dict | None = None
         self.busy = False  # judging now (a test kills a busy actor)
+        # candidates judged, seconds of their round trips, seconds spent on the node: what Ray
+        # adds is the difference (benchmarks/ray_overhead.py)
+        self.judged, self.round_trip_s, self.node_s = 0, 0.0, 0.0
         self.actor = actor_class.options(**slot, max_restarts=0).remote("auto" if "num_gpus" in slot else "cpu",
                                                                         options, tuple(task_files))
 
@@ -114,8 +117,9 @@ class RayWorkerHandle:
         source = Path(request.candidate_path).read_text(encoding="utf-8")
         ref, task_bytes = task_payload(request.task_ref)
         self.busy = True
+        started = time.monotonic()
         try:
-            data = self.ray.get(self.actor.judge.remote(request.to_wire(), source, task_bytes, timeout),
+            data, node_s = self.ray.get(self.actor.judge.remote(request.to_wire(), source, task_bytes, timeout),
                                 timeout=timeout + 60)
         except self.ray.exceptions.RayActorError as exc:
             self.process.code = 1
@@ -126,6 +130,9 @@ class RayWorkerHandle:
             raise WorkerLost(f"judging actor {self.index} did not answer within {timeout:g} s") from None
         finally:
             self.busy = False
+        self.judged += 1
+        self.round_trip_s += time.monotonic() - started
+        self.node_s += node_s
         data["candidate"] = request.candidate_path  # the driver's name for it, not the node's copy
         return data
 
