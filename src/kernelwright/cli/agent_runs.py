@@ -41,7 +41,7 @@ EXTENDABLE = ("iterations", "runs", "max_cost", "max_tokens", "time_limit",
 BUDGETS = EXTENDABLE[2:]
 # ... and these are the machine's, read on every invocation
 MACHINE = ("base_url", "no_cache", "offline", "config_path", "llm_concurrency", "concurrency",
-           "workers_per_device", "executor", "address", "as_json", "resume")
+           "workers_per_device", "executor", "address", "gpus", "as_json", "resume")
 
 
 def llm_flags(opts: AgentOptions, spec: Any = None) -> dict[str, Any]:

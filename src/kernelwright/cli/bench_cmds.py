@@ -54,6 +54,7 @@ from .options import (
     AgentOptions,
     Command,
     ExecutorOpt,
+    GpusOpt,
     ConcurrencyOpt,
     JudgeBaseSeedOpt,
     JudgeSeedsOpt,
@@ -102,6 +103,7 @@ def bench_command(
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
     shrink: ShrinkOpt = AGENT.shrink, executor: ExecutorOpt = AGENT.executor, address: AddressOpt = AGENT.address,
+    gpus: GpusOpt = AGENT.gpus,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/bench-<suite>-<time>)")] = AGENT.out,
     resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
@@ -125,7 +127,7 @@ def bench_command(
 
     opts = AgentOptions.from_context(ctx)
     try:
-        check_executor(opts.executor, opts.address)
+        check_executor(opts.executor, opts.address, opts.gpus)
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command="bench")
             spec = _resumed(store, spec, opts)
@@ -145,7 +147,8 @@ def bench_command(
         raise _error(str(exc), opts.as_json) from None
     started = time.monotonic()
     try:
-        concurrency = _concurrency(spec, opts.concurrency, opts.workers_per_device, opts.executor, opts.address)
+        concurrency = _concurrency(spec, opts.concurrency, opts.workers_per_device, opts.executor, opts.address,
+                                   opts.gpus)
     except DeviceUnavailable as exc:
         store.close()
         raise _error(str(exc), opts.as_json) from None
@@ -165,7 +168,7 @@ def bench_command(
 
 
 def _concurrency(spec, asked: int | None, workers_per_device: int | None = None, executor: str = "local",
-                 address: str | None = None) -> int:
+                 address: str | None = None, gpus: str | None = None) -> int:
     """Task-runs in flight: 4 per judge worker by default, so the workers have candidates while
     other task-runs wait for the model (a model answering in 4x a verdict's time keeps them busy);
     the provider's own bound (--llm-concurrency) still caps the requests in flight."""
@@ -180,6 +183,7 @@ def _concurrency(spec, asked: int | None, workers_per_device: int | None = None,
         connect(address)
         return max(1, 4 * cluster_slots())
     backend, count = detect_backend(spec.device)
+    count = len(gpus.split(",")) if gpus and backend != "cpu" else count
     workers = count if backend == "cpu" else count * (workers_per_device or default_workers_per_device(count))
     return max(1, 4 * workers)
 

@@ -20,6 +20,7 @@ from .options import (
     AddressOpt,
     Command,
     ExecutorOpt,
+    GpusOpt,
     ShrinkOpt,
     shrunk_tasks,
     JudgeBaseSeedOpt,
@@ -86,6 +87,7 @@ def judge_suite_command(
     shrink: ShrinkOpt = None,
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
+    gpus: GpusOpt = None,
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
@@ -109,7 +111,7 @@ def judge_suite_command(
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
     try:
-        check_executor(executor, address)
+        check_executor(executor, address, gpus)
     except ValueError as exc:
         raise usage_error(str(exc)) from None
     if candidates != REFERENCE and not Path(candidates).is_dir():
@@ -145,7 +147,7 @@ def judge_suite_command(
     only: set[str] | None = None
     work = None
     try:
-        with open_pool(executor, address, device, options, workers_per_device) as pool:
+        with open_pool(executor, address, device, options, workers_per_device, gpus=gpus) as pool:
             # With other workers on the GPU between timing turns (and compiling on the CPU during
             # them), two processes timing the same kernel differ more than on a quiet machine:
             # intervals carry the systematic term measured by reference-against-itself suite runs
