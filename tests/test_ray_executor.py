@@ -86,3 +86,34 @@ def test_an_actor_killed_mid_candidate_loses_and_doubles_nothing(cluster):
     assert sorted(v.candidate_id for v in results) == [f"c{i}" for i in range(6)]
     assert all(v.correct for v in results), [v.reason for v in results if not v.correct]
     assert len(pool._retired) == 1
+
+
+@pytest.mark.slow
+def test_bench_across_the_cluster_writes_the_local_run(cluster, tmp_path, kernelwright_here, monkeypatch):
+    """The scripted model, one task-run at a time (a known order): the same metrics and results
+    with the judge on the cluster as on this host."""
+    from kernelwright.judge.coordinator import raypool
+    from kernelwright.llm.testing import ScriptedServer
+
+    judged_on_ray = []
+    original = raypool.RayWorkerHandle.judge
+    monkeypatch.setattr(raypool.RayWorkerHandle, "judge",
+                        lambda self, *a: judged_on_ray.append(self.index) or original(self, *a))
+
+    from .agent.agent_support import PING_ANSWER
+    from .agent.test_bench import R, ans, bench_flags, broken, good
+
+    va_good, va_bad = ans(good("vector_add")), ans(broken("vector_add", "vector_add"))
+    sequence = [PING_ANSWER, va_good, va_bad, R, va_good]  # run 0 passes at once, run 1 after a fix
+    reports = {}
+    for executor in ("local", "ray"):
+        extra = ["--executor", "ray", "--address", cluster.address] if executor == "ray" else []
+        with ScriptedServer({"sequence": sequence}) as server:
+            proc = kernelwright_here(*bench_flags(server, tmp_path / executor, "--tasks", "vector_add", "--runs", "2",
+                                                  "--iterations", "2", "--concurrency", "1", *extra))
+        assert proc.returncode == 0, proc.stderr
+        reports[executor] = json.loads(proc.stdout)
+    assert reports["ray"]["per_iteration"] == reports["local"]["per_iteration"]
+    assert reports["ray"]["per_runs"] == reports["local"]["per_runs"]
+    assert reports["ray"]["judge"]["candidates"] == reports["local"]["judge"]["candidates"] == 3
+    assert len(judged_on_ray) == 3  # the ray run's candidates went through the actors, the local one's did not
