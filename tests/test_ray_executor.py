@@ -117,3 +117,19 @@ def test_bench_across_the_cluster_writes_the_local_run(cluster, tmp_path, kernel
     assert reports["ray"]["per_runs"] == reports["local"]["per_runs"]
     assert reports["ray"]["judge"]["candidates"] == reports["local"]["judge"]["candidates"] == 3
     assert len(judged_on_ray) == 3  # the ray run's candidates went through the actors, the local one's did not
+
+
+def test_one_actor_per_gpu_per_simulated_gpu_or_per_node():
+    from types import SimpleNamespace
+
+    from kernelwright.judge.coordinator.raypool import actor_slots
+
+    def fake(resources, nodes=()):
+        return SimpleNamespace(cluster_resources=lambda: resources, nodes=lambda: list(nodes))
+
+    assert actor_slots(fake({"GPU": 3.0, "kw_gpu": 8.0})) == [{"num_gpus": 1, "num_cpus": 0}] * 3
+    assert actor_slots(fake({"kw_gpu": 2.0})) == [{"resources": {"kw_gpu": 1}, "num_cpus": 0}] * 2
+    slots = actor_slots(fake({"CPU": 4.0}, [{"NodeID": "a" * 56, "Alive": True}, {"NodeID": "b" * 56, "Alive": False},
+                                            {"NodeID": "c" * 56, "Alive": True}]))
+    assert [s["scheduling_strategy"].node_id for s in slots] == ["a" * 56, "c" * 56]
+    assert all(s["scheduling_strategy"].soft is False for s in slots)

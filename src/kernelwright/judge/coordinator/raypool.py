@@ -77,7 +77,8 @@ class _Remote:
     """What the pool reads of a handle's process (`pid`, `poll`), for an actor's worker."""
 
     def __init__(self) -> None:
-        self.pid, self.code = -1, None
+        self.pid: int = -1
+        self.code: int | None = None
 
     def poll(self):
         return self.code
@@ -194,7 +195,7 @@ class RayJudgePool(JudgePool):
         import threading
         from concurrent.futures import ThreadPoolExecutor
 
-        self._workers = [None] * self.n_workers
+        self._workers: list = [None] * self.n_workers  # RayWorkerHandle: the WorkerHandle interface
         self._free: queue.Queue[int] = queue.Queue()
         for i in range(self.n_workers):
             self._free.put(i)
