@@ -23,14 +23,22 @@ CANDIDATES = {"vector_add": "vector_add/good.py", "silu": "silu/exp_ratio.py",
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def shared_cluster():
     """Two nodes of one (simulated) GPU each; num_cpus=1 so that Ray's own workers fit 2 cores."""
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"kw_gpu": 1}})
     c.add_node(num_cpus=1, resources={"kw_gpu": 1})
-    ray.init(address=c.address, include_dashboard=False, log_to_driver=False)
     yield c
     ray.shutdown()
     c.shutdown()
+
+
+@pytest.fixture
+def cluster(shared_cluster):
+    """The shared cluster, this process connected to it (a test with a cluster of its own
+    disconnects)."""
+    if not ray.is_initialized():
+        ray.init(address=shared_cluster.address, include_dashboard=False, log_to_driver=False)
+    return shared_cluster
 
 
 @pytest.fixture
@@ -133,3 +141,35 @@ def test_one_actor_per_gpu_per_simulated_gpu_or_per_node():
                                             {"NodeID": "c" * 56, "Alive": True}]))
     assert [s["scheduling_strategy"].node_id for s in slots] == ["a" * 56, "c" * 56]
     assert all(s["scheduling_strategy"].soft is False for s in slots)
+
+
+@pytest.mark.slow
+def test_a_node_removed_mid_candidate_loses_and_doubles_nothing():
+    """A whole node goes (its raylet and processes killed) while its actor judges: every
+    candidate still gets exactly one verdict, judged on the node that is left."""
+    from kernelwright.judge import JudgeOptions
+    from kernelwright.judge.coordinator.raypool import RayJudgePool
+    from kernelwright.suites.runner import load_suite_tasks
+
+    if ray.is_initialized():
+        ray.shutdown()  # this test needs a cluster of its own (the module's stays whole)
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"kw_gpu": 1}})
+    doomed = c.add_node(num_cpus=1, resources={"kw_gpu": 1})
+    ray.init(address=c.address, include_dashboard=False, log_to_driver=False)
+    try:
+        task = next(t for t in load_suite_tasks("builtin", None)[0] if t.name == "vector_add")
+        good = (ROOT / "candidates" / "vector_add" / "good.py").read_text()
+        with RayJudgePool(options=JudgeOptions(seeds=1)) as pool:
+            futures = [pool.submit(task, good, candidate_id=f"c{i}") for i in range(6)]
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and not any(
+                    h is not None and h.busy and (h.info or {}).get("node_id") == doomed.node_id for h in pool._workers):
+                time.sleep(0.05)
+            c.remove_node(doomed)
+            results = [f.result(timeout=600) for f in futures]
+        assert sorted(v.candidate_id for v in results) == [f"c{i}" for i in range(6)]
+        assert all(v.correct for v in results), [v.reason for v in results if not v.correct]
+        assert len(pool._retired) == 1
+    finally:
+        ray.shutdown()
+        c.shutdown()

@@ -58,6 +58,12 @@ class NodeJudge:
     def ready(self) -> dict:
         info = dict(self.handle.wait_ready())
         info.update(node=socket.gethostname(), actor_pid=os.getpid(), worker_pid=self.handle.process.pid)
+        try:  # which Ray node (several can share a host name): the run's warnings name it
+            import ray
+
+            info["node_id"] = ray.get_runtime_context().get_node_id()
+        except Exception:  # noqa: BLE001 - outside Ray (a test of this class)
+            pass
         return info
 
     def _local_ref(self, ref: str, task_bytes: bytes | None) -> str:
