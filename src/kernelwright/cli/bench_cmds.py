@@ -120,8 +120,8 @@ def bench_command(
     """
     from ..agent.app import open_run
     from ..agent.bench import load_tasks, unsupported_here
-    from ..judge import DeviceUnavailable, detect_backend
-    from ..judge.coordinator.executor import check_executor
+    from ..judge import DeviceUnavailable
+    from ..judge.coordinator.executor import check_executor, judge_backend
     from ..store import StoreError
     from ..suites.runner import SuiteUsageError
 
@@ -133,7 +133,7 @@ def bench_command(
             spec = _resumed(store, spec, opts)
         else:
             model_id = chosen_model(opts)
-            backend, _ = detect_backend(opts.device)
+            backend = judge_backend(opts.executor, opts.address, opts.device)
             all_tasks = shrunk_tasks(load_tasks(opts.suite, opts.path, opts.tasks), opts.shrink)
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
             runnable = [t for t in all_tasks if t.name not in unsupported]

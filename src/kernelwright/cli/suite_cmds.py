@@ -93,8 +93,8 @@ def judge_suite_command(
 
     Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
     """
-    from ..judge import DeviceUnavailable, detect_backend
-    from ..judge.coordinator.executor import check_executor, open_pool
+    from ..judge import DeviceUnavailable
+    from ..judge.coordinator.executor import check_executor, judge_backend, open_pool
     from ..suites.runner import (
         REFERENCE,
         ResultStore,
@@ -120,9 +120,9 @@ def judge_suite_command(
         check_suite_source(suite, path)
     except SuiteUsageError as exc:
         raise usage_error(str(exc)) from None
-    if perf and not force and executor == "local":
+    if perf and not force:
         try:
-            backend, _ = detect_backend(device)
+            backend = judge_backend(executor, address, device)
         except DeviceUnavailable as exc:
             raise usage_error(str(exc)) from None
         if backend == "cpu":

@@ -28,6 +28,18 @@ def check_executor(executor: str, address: str | None, gpus: str | None = None) 
     return ids
 
 
+def judge_backend(executor: str, address: str | None, device: str) -> str:
+    """Where candidates will be judged (cpu, cuda, hip): this host's `device`, or the Ray
+    cluster's GPUs (a driver without a GPU may send work to a cluster with them)."""
+    if executor == "ray":
+        from .raypool import cluster_backend
+
+        return cluster_backend(address)
+    from .backend import detect_backend
+
+    return detect_backend(device)[0]
+
+
 def open_pool(executor: str, address: str | None, device: str, options: JudgeOptions,
               workers_per_device: int | None = None, workers: int | None = None, gpus: str | None = None):
     """A judge pool on `executor`. With Ray, `device` and the per-device worker counts are the

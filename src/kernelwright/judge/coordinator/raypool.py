@@ -68,6 +68,17 @@ def actor_slots(ray) -> list[dict]:
             for node in ray.nodes() if node.get("Alive")]
 
 
+def cluster_backend(address: str | None = None, slots: list[dict] | None = None) -> str:
+    """The backend the cluster's actors judge on: it decides the options the workers apply
+    (`JudgeOptions.resolved`) and which tasks can run, so it is asked of one GPU of the cluster
+    (this driver may have none); "cpu" on a cluster without GPUs."""
+    connect(address)
+    ray = import_ray()
+    if not any("num_gpus" in s for s in (slots if slots is not None else actor_slots(ray))):
+        return "cpu"
+    return ray.get(ray.remote(num_gpus=1, num_cpus=0)(_node_backend).remote())
+
+
 def cluster_slots() -> int:
     """How many judging actors the connected cluster has room for."""
     return len(actor_slots(import_ray()))
@@ -182,10 +193,7 @@ class RayJudgePool(JudgePool):
         from .rayactor import NodeJudge
 
         self._actor_class = ray.remote(NodeJudge)
-        # the backend decides the options the workers apply (`JudgeOptions.resolved`): asked of
-        # one GPU of the cluster, since this driver may have none
-        gpus = any("num_gpus" in s for s in self._slots)
-        self.backend = ray.get(ray.remote(num_gpus=1, num_cpus=0)(_node_backend).remote()) if gpus else "cpu"
+        self.backend = cluster_backend(address, self._slots)
         self.n_devices = self.n_workers = len(self._slots)
         self.gpu_workers = 1
         self._init_common()
