@@ -173,3 +173,11 @@ def test_a_node_removed_mid_candidate_loses_and_doubles_nothing():
     finally:
         ray.shutdown()
         c.shutdown()
+
+
+def test_perf_on_a_cluster_without_gpus_is_refused_as_on_the_cpu(cluster, tmp_path, kernelwright_here):
+    proc = kernelwright_here("judge-suite", "--suite", "builtin", "--candidates", "reference", "--tasks", "vector_add",
+                             "--perf", "--executor", "ray", "--address", cluster.address,
+                             "--out", str(tmp_path / "r.jsonl"))
+    assert proc.returncode == 2
+    assert "--perf under Triton's CPU interpreter refused" in " ".join(proc.stderr.split())
