@@ -21,6 +21,7 @@ from ..common.privdir import ensure_private, private_dir
 from ..common.requests import JudgeRequest
 from ..common.verdict import judge_error_verdict
 from .backend import detect_backend
+from .pool import protect_coordinator
 from .workerhandle import WorkerHandle, WorkerLost, remove_worker_caches
 
 
@@ -44,6 +45,10 @@ class NodeJudge:
         # on a GPU node Ray has set CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES to this actor's one
         # GPU, so the worker's index is 0 of what it sees
         self.backend, _ = detect_backend(device)
+        # Undumpable, as the local coordinator is: a Ray worker's environment is the raylet's, which
+        # on a cluster started by hand may hold what its shell had; a candidate (same user) must
+        # not read it through /proc/<actor>/environ.
+        protect_coordinator()
         self.options = options
         self.task_files = task_files
         self.private = private_dir()

@@ -13,6 +13,7 @@ A candidate's verdict is recorded once, by the one call that returned it."""
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import time
@@ -23,7 +24,8 @@ from ...tasks import Task
 from ..common.options import JudgeOptions
 from ..common.verdict import Verdict, judge_error_verdict
 from .backend import DeviceUnavailable
-from .pool import JudgePool, PoolClosed, job_timeout, static_verdict, check_sandbox
+from .pool import JudgePool, PoolClosed, check_sandbox, job_timeout, protect_coordinator, static_verdict
+from .workerenv import SECRET_WORDS
 from .workerhandle import WorkerLost
 from ..common.privdir import private_dir
 from ..common.requests import JudgeRequest
@@ -51,8 +53,15 @@ def connect(address: str | None) -> None:
     ray = import_ray()
     if ray.is_initialized():
         return
-    # log_to_driver off: the workers' own stderr is the judge's, not the run's output
-    ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    # A local Ray's daemons and actors are started from this process and inherit its environment:
+    # the API keys must not be in it (a candidate runs as the same user, and /proc/<pid>/environ
+    # of a daemon is readable to it), so they are out of os.environ while Ray starts.
+    hidden = {k: os.environ.pop(k) for k in list(os.environ) if SECRET_WORDS.search(k)}
+    try:
+        # log_to_driver off: the workers' own stderr is the judge's, not the run's output
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    finally:
+        os.environ.update(hidden)
 
 
 def actor_slots(ray) -> list[dict]:
@@ -185,6 +194,7 @@ class RayJudgePool(JudgePool):
         ray = import_ray()
         self.options = options or JudgeOptions()
         check_sandbox(self.options.sandbox)
+        protect_coordinator()  # this driver holds the API keys, as a local pool's coordinator does
         connect(address)
         self._ray = ray
         self._slots = actor_slots(ray)
