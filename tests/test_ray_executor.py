@@ -181,3 +181,28 @@ def test_perf_on_a_cluster_without_gpus_is_refused_as_on_the_cpu(cluster, tmp_pa
                              "--out", str(tmp_path / "r.jsonl"))
     assert proc.returncode == 2
     assert "--perf under Triton's CPU interpreter refused" in " ".join(proc.stderr.split())
+
+
+@pytest.mark.slow
+def test_closing_mid_candidate_records_nothing_for_what_was_not_judged(cluster):
+    """Ctrl-C: a candidate whose actor is killed by the close raises PoolClosed (a resumed run
+    judges it), never a judge error that would be stored as final."""
+    from kernelwright.judge import JudgeOptions, PoolClosed
+    from kernelwright.judge.coordinator.raypool import RayJudgePool
+    from kernelwright.suites.runner import load_suite_tasks
+
+    task = next(t for t in load_suite_tasks("builtin", None)[0] if t.name == "vector_add")
+    good = (ROOT / "candidates" / "vector_add" / "good.py").read_text()
+    pool = RayJudgePool(options=JudgeOptions(seeds=1))
+    futures = [pool.submit(task, good) for _ in range(4)]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not any(h is not None and h.busy and h.info for h in pool._workers):
+        time.sleep(0.05)
+    started = time.monotonic()
+    pool.close()
+    assert time.monotonic() - started < 20  # busy actors are killed, not waited for
+    for future in futures:
+        try:
+            assert future.result(timeout=60).correct
+        except PoolClosed:
+            pass

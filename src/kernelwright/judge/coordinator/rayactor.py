@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -121,3 +122,4 @@ class NodeJudge:
     def close(self) -> None:
         self.handle.close()
         remove_worker_caches(self.private, [self.handle.process.pid])
+        shutil.rmtree(self.incoming, ignore_errors=True)

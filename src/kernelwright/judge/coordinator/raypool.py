@@ -168,7 +168,9 @@ class RayWorkerHandle:
             pass
 
     def close(self) -> None:
-        if self.process.code is None:
+        # a busy actor would read "close" only after its candidate (minutes): killed at once, as
+        # a local pool kills a worker that is judging when it closes
+        if self.process.code is None and not self.busy:
             try:
                 self.ray.get(self.actor.close.remote(), timeout=30)
             except Exception:  # noqa: BLE001 - a dead actor has nothing to close
