@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 19, prepared for a machine of kind nvidia-h200-x2 (not lent so far): judge-suite and bench
-# on two GPUs against one, in one device call. Carry .whl (openai & co., rank-bm25) and .geak (GEAK-eval):
+# Issues 19 and 33, prepared for a machine of kind nvidia-h200-x2 (not lent so far): judge-suite and bench
+# on two GPUs against one, in one device call; judge-suite with --executor ray (needs ray in
+# /tmp/site: carry its wheel) and with --gpus 1. Carry .whl (openai & co., rank-bm25) and .geak (GEAK-eval):
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
 #   export PYTHONPATH=/tmp/site:$PWD/src; OUT=$OUT bash benchmarks/two_gpu.sh
 # Writes $OUT/two_gpu.txt (wall times and ratios) and the results files; verdicts on 2 GPUs must
@@ -17,6 +18,9 @@ run() {  # label, env prefix, command...
 TB="python3 -m kernelwright judge-suite --suite tritonbench-revised --path .geak/GEAK-eval --candidates reference --max-perf-cases 6"
 run tb_2gpu CUDA_VISIBLE_DEVICES=0,1 $TB --out "$OUT/tb_2gpu.jsonl"
 run tb_1gpu CUDA_VISIBLE_DEVICES=0 $TB --out "$OUT/tb_1gpu.jsonl"
+# issue 33: the same suite through Ray (a local Ray on this host: one actor per GPU), and --gpus
+run tb_ray2 CUDA_VISIBLE_DEVICES=0,1 $TB --executor ray --out "$OUT/tb_ray2.jsonl"
+run tb_gpus1 CUDA_VISIBLE_DEVICES=0,1 $TB --gpus 1 --out "$OUT/tb_gpus1.jsonl"
 BENCH="python3 benchmarks/bench_overlap.py --delay 5 --runs 4 --iterations 3 --llm-concurrency 64 --extra --max-perf-cases 1"
 run bench_2gpu CUDA_VISIBLE_DEVICES=0,1 $BENCH --out "$OUT/bench_2gpu"
 run bench_1gpu CUDA_VISIBLE_DEVICES=0 $BENCH --out "$OUT/bench_1gpu"
@@ -29,6 +33,9 @@ def stages(p):
 try:
     a, b = stages(f"{out}/tb_2gpu.jsonl"), stages(f"{out}/tb_1gpu.jsonl")
     print("TritonBench verdicts differ on:", sorted(t for t in a if a.get(t) != b.get(t)) or "none")
+    for other in ("tb_ray2", "tb_gpus1"):
+        c = stages(f"{out}/{other}.jsonl")
+        print(f"{other} verdicts differ from 2 GPUs on:", sorted(t for t in a if a.get(t) != c.get(t)) or "none")
 except OSError as e:
     print("missing results:", e)
 for n in ("bench_2gpu", "bench_1gpu"):

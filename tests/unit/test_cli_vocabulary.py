@@ -329,3 +329,84 @@ def test_progress_counts_the_models_attempts_by_mode():
         progress.event("attempt", {"attempt": Attempt("t", 0, index, mode, 0, None, None)})
     assert progress.done == sum(m.by_llm for m in Mode) == 5  # generate, fresh, fix, optimize, crossover
     assert not Mode.GIVEN.by_llm and not Mode.TUNE.by_llm and Mode.FIX.by_llm
+
+
+# -- --executor / --address (issue 33) ------------------------------------------------------------
+
+@pytest.mark.parametrize("args, says", [(["--executor", "slurm"], "unknown executor 'slurm'"),
+                                        (["--address", "auto"], "--address is for --executor ray")])
+def test_judge_suite_refuses_a_bad_executor(runner, tmp_path, args, says):
+    result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
+                                 *args, "--out", str(tmp_path / "r.jsonl")])
+    assert result.exit_code == 2 and says in flat(result.output)
+
+
+def test_executor_ray_without_ray_says_how_to_install(runner, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference",
+                                 "--executor", "ray", "--out", str(tmp_path / "r.jsonl")])
+    assert result.exit_code == 2
+    assert "pip install 'kernelwright[ray]'" in flat(result.output)
+
+
+def test_bench_passes_the_executor_to_the_judge_pool(monkeypatch):
+    from kernelwright.cli import agent_cmds
+
+    seen = {}
+    monkeypatch.setattr("kernelwright.judge.coordinator.raypool.RayJudgePool",
+                        lambda address, options: seen.update(address=address, options=options) or "pool")
+    spec = type("Spec", (), {"judge_seeds": 1, "judge_base_seed": None, "perf": False, "timeout_scale": 1.0,
+                             "max_perf_cases": None, "sandbox": "auto", "profile": "off", "device": "cpu"})()
+    assert agent_cmds._judge_pool(spec, 1, None, "ray", "10.0.0.1:6379") == "pool"
+    assert seen["address"] == "10.0.0.1:6379" and seen["options"].seeds == 1
+
+
+# -- --gpus (issue 33) ----------------------------------------------------------------------------
+
+def test_gpus_pins_each_worker_to_one_of_the_chosen_gpus(monkeypatch):
+    from kernelwright.judge.coordinator import pool as pool_module
+    from kernelwright.judge.coordinator.workerhandle import pin_device
+
+    monkeypatch.setattr(pool_module, "detect_backend", lambda device: ("cuda", 4))
+    started = []
+
+    class Handle:
+        def __init__(self, backend, index, options, **kw):
+            started.append(index)
+            self.process = type("P", (), {"poll": lambda self: None, "pid": 0})()
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(pool_module, "WorkerHandle", Handle)
+    with pool_module.JudgePool("cuda", workers_per_device=2, gpus=(0, 2)) as pool:
+        pool.start(wait=False)
+        assert (pool.n_devices, pool.n_workers) == (2, 4)
+    assert sorted(started) == [0, 0, 2, 2]
+    env = {}
+    pin_device(env, "cuda", 2)
+    assert env == {"CUDA_VISIBLE_DEVICES": "2"}
+    env = {"HIP_VISIBLE_DEVICES": "4,5,6"}  # --gpus counts the GPUs this process sees
+    pin_device(env, "hip", 2)
+    assert env == {"HIP_VISIBLE_DEVICES": "6"}
+
+
+@pytest.mark.parametrize("gpus, says", [("0,7", r"sees 4 GPU\(s\)"), ("1,1", "each at most once")])
+def test_gpus_outside_what_torch_sees_is_refused(monkeypatch, gpus, says):
+    from kernelwright.judge import DeviceUnavailable
+    from kernelwright.judge.coordinator import pool as pool_module
+    from kernelwright.judge.coordinator.executor import check_executor
+
+    monkeypatch.setattr(pool_module, "detect_backend", lambda device: ("cuda", 4))
+    with pytest.raises(DeviceUnavailable, match=says):
+        pool_module.JudgePool("cuda", gpus=check_executor("local", None, gpus))
+
+
+@pytest.mark.parametrize("args, says", [(["--gpus", "a"], "a comma list of GPU indices"),
+                                        (["--gpus", "0", "--executor", "ray"], "--gpus is for --executor local")])
+def test_judge_suite_refuses_bad_gpus(runner, tmp_path, args, says):
+    result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
+                                 *args, "--out", str(tmp_path / "r.jsonl")])
+    assert result.exit_code == 2 and says in flat(result.output)

@@ -322,7 +322,7 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None,
         store.close()
         raise _error(str(exc), as_json) from None
     try:
-        pool = _judge_pool(spec, in_flight, opts.workers_per_device)
+        pool = _judge_pool(spec, in_flight, opts.workers_per_device, opts.executor, opts.address, opts.gpus)
     except DeviceUnavailable as exc:
         store.close()
         raise _error(str(exc), as_json) from None
@@ -373,22 +373,31 @@ def _interrupted(store, spec) -> NoReturn:
     os._exit(EXIT_INTERRUPTED)
 
 
-def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None):
+def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | None = None,
+                executor: str = "local", address: str | None = None, gpus: str | None = None):
     """A worker per task-run in flight, up to the judge's default per device (more would only
-    start processes that wait), or --workers-per-device on GPUs when given."""
+    start processes that wait), or --workers-per-device on GPUs when given; with --executor ray,
+    one actor per GPU of the cluster."""
     from ..judge import JudgePool, detect_backend
     from ..judge.coordinator.backend import default_workers_per_device
     from .options import judge_options
 
-    backend, count = detect_backend(spec.device)
-    in_flight = in_flight or len(spec.task_refs) * spec.settings.runs
     options = judge_options(judge_seeds=spec.judge_seeds, judge_base_seed=spec.judge_base_seed, perf=spec.perf,
                             timeout_scale=spec.timeout_scale, max_perf_cases=spec.max_perf_cases,
                             sandbox=spec.sandbox, profile=spec.profile)
+    from ..judge.coordinator.executor import check_executor, open_pool
+
+    if executor != "local":
+        return open_pool(executor, address, spec.device, options)
+    ids = check_executor(executor, address, gpus)
+    chosen = {"gpus": ids} if ids else {}  # (only when given: the tests' stubbed pools take no gpus)
+    backend, count = detect_backend(spec.device)
+    count = len(ids) if ids and backend != "cpu" else count
+    in_flight = in_flight or len(spec.task_refs) * spec.settings.runs
     if backend == "cpu":
-        return JudgePool("cpu", workers=max(1, min(count, in_flight)), options=options)
+        return JudgePool("cpu", workers=max(1, min(count, in_flight)), options=options, **chosen)
     per_device = workers_per_device or max(1, min(default_workers_per_device(count), -(-in_flight // count)))
-    return JudgePool(spec.device, options=options, workers_per_device=per_device)
+    return JudgePool(spec.device, options=options, workers_per_device=per_device, **chosen)
 
 
 def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int:

@@ -41,7 +41,7 @@ EXTENDABLE = ("iterations", "runs", "max_cost", "max_tokens", "time_limit",
 BUDGETS = EXTENDABLE[2:]
 # ... and these are the machine's, read on every invocation
 MACHINE = ("base_url", "no_cache", "offline", "config_path", "llm_concurrency", "concurrency",
-           "workers_per_device", "as_json", "resume")
+           "workers_per_device", "executor", "address", "gpus", "as_json", "resume")
 
 
 def llm_flags(opts: AgentOptions, spec: Any = None) -> dict[str, Any]:
@@ -56,12 +56,14 @@ def interpreter_timing(opts: AgentOptions, tasks: list | None, kernels: int | No
     with what it would cost (`tasks` None: per perf case, the task is not built yet); with
     --force that cost is said up front. `kernels`: timed kernels per task at most (default:
     --runs x --iterations, and optimize's own kernel)."""
-    from ..judge import DeviceUnavailable, JudgeOptions, detect_backend
+    from ..judge import DeviceUnavailable, JudgeOptions
 
     if not opts.perf:
         return
+    from ..judge.coordinator.executor import judge_backend
+
     try:
-        if detect_backend(opts.device)[0] != "cpu":
+        if judge_backend(opts.executor, opts.address, opts.device) != "cpu":
             return
     except DeviceUnavailable:
         return  # the judge pool says so, with the usual message

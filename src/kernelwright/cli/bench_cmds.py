@@ -50,8 +50,11 @@ from .agent_runs import chosen_model, interpreter_timing, preflight_model
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
+    AddressOpt,
     AgentOptions,
     Command,
+    ExecutorOpt,
+    GpusOpt,
     ConcurrencyOpt,
     JudgeBaseSeedOpt,
     JudgeSeedsOpt,
@@ -99,7 +102,8 @@ def bench_command(
     max_perf_cases: PerfCasesOpt = AGENT.max_perf_cases, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
-    shrink: ShrinkOpt = AGENT.shrink,
+    shrink: ShrinkOpt = AGENT.shrink, executor: ExecutorOpt = AGENT.executor, address: AddressOpt = AGENT.address,
+    gpus: GpusOpt = AGENT.gpus,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="run directory (default kernelwright-runs/bench-<suite>-<time>)")] = AGENT.out,
     resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
@@ -116,18 +120,20 @@ def bench_command(
     """
     from ..agent.app import open_run
     from ..agent.bench import load_tasks, unsupported_here
-    from ..judge import DeviceUnavailable, detect_backend
+    from ..judge import DeviceUnavailable
+    from ..judge.coordinator.executor import check_executor, judge_backend
     from ..store import StoreError
     from ..suites.runner import SuiteUsageError
 
     opts = AgentOptions.from_context(ctx)
     try:
+        check_executor(opts.executor, opts.address, opts.gpus)
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command="bench")
             spec = _resumed(store, spec, opts)
         else:
             model_id = chosen_model(opts)
-            backend, _ = detect_backend(opts.device)
+            backend = judge_backend(opts.executor, opts.address, opts.device)
             all_tasks = shrunk_tasks(load_tasks(opts.suite, opts.path, opts.tasks), opts.shrink)
             unsupported = {t.name: why for t in all_tasks if (why := unsupported_here(t, backend))}
             runnable = [t for t in all_tasks if t.name not in unsupported]
@@ -140,7 +146,13 @@ def bench_command(
     except (StoreError, SuiteUsageError, DeviceUnavailable, ValueError) as exc:
         raise _error(str(exc), opts.as_json) from None
     started = time.monotonic()
-    run = run_agent(store, spec, opts, concurrency=_concurrency(spec, opts.concurrency, opts.workers_per_device),
+    try:
+        concurrency = _concurrency(spec, opts.concurrency, opts.workers_per_device, opts.executor, opts.address,
+                                   opts.gpus)
+    except DeviceUnavailable as exc:
+        store.close()
+        raise _error(str(exc), opts.as_json) from None
+    run = run_agent(store, spec, opts, concurrency=concurrency,
                     in_flight=opts.concurrency)
     report = write_metrics(store, spec, judge=dict(run.judge, wall_s=round(time.monotonic() - started, 3)))
     if run.outage is not None:
@@ -155,7 +167,8 @@ def bench_command(
     raise typer.Exit(0)
 
 
-def _concurrency(spec, asked: int | None, workers_per_device: int | None = None) -> int:
+def _concurrency(spec, asked: int | None, workers_per_device: int | None = None, executor: str = "local",
+                 address: str | None = None, gpus: str | None = None) -> int:
     """Task-runs in flight: 4 per judge worker by default, so the workers have candidates while
     other task-runs wait for the model (a model answering in 4x a verdict's time keeps them busy);
     the provider's own bound (--llm-concurrency) still caps the requests in flight."""
@@ -164,7 +177,13 @@ def _concurrency(spec, asked: int | None, workers_per_device: int | None = None)
     from ..judge import detect_backend
     from ..judge.coordinator.backend import default_workers_per_device
 
+    if executor == "ray":  # one judging actor per GPU of the cluster
+        from ..judge.coordinator.raypool import connect, cluster_slots
+
+        connect(address)
+        return max(1, 4 * cluster_slots())
     backend, count = detect_backend(spec.device)
+    count = len(gpus.split(",")) if gpus and backend != "cpu" else count
     workers = count if backend == "cpu" else count * (workers_per_device or default_workers_per_device(count))
     return max(1, 4 * workers)
 

@@ -12,6 +12,9 @@ that has that meaning (docs/cli.md's table lists them).
     --sandbox LEVEL        the judge: how candidates are confined (auto, strict, off)
     --shrink F             the tasks: problem sizes shrunk to about F of their bytes (smoke runs)
     --search MODE          the agent: independent runs, or an archive shared by a task's runs (evolve)
+    --executor local|ray   the judge: workers on this host, or one actor per GPU of a Ray cluster
+    --address ADDRESS      the judge: the Ray cluster to join (--executor ray; default: a local Ray)
+    --gpus I,J             the judge: only these GPUs of this host (--executor local)
 
 `AgentOptions` holds every option of the agent commands (generate, optimize, bench), typed, with
 its default written once here; the commands' signatures take their defaults from it. Flags that
@@ -82,6 +85,18 @@ SearchOpt = Annotated[str, typer.Option(
     help="independent: the runs do not share anything (GEAK's parallel scaling); evolve: a task's "
          "runs share one archive of judge-verified kernels (islands, migration, inspirations, "
          "crossover; docs/agent.md)")]
+ExecutorOpt = Annotated[str, typer.Option(
+    "--executor", metavar="local|ray",
+    help="where the judge's workers run: local (this host's GPUs) or ray (one actor per GPU of a Ray "
+         "cluster; pip install 'kernelwright[ray]'; docs/scaling.md)")]
+AddressOpt = Annotated[str | None, typer.Option(
+    "--address", metavar="ADDRESS",
+    help="with --executor ray: the cluster to join (host:port, ray://host:10001, or auto); default: "
+         "start a local Ray")]
+GpusOpt = Annotated[str | None, typer.Option(
+    "--gpus", metavar="I,J",
+    help="judge on these GPUs of this host only, by the indices `kernelwright doctor` lists (each worker "
+         "pinned through CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES); default: every GPU")]
 NoProfileOpt = Annotated[bool, typer.Option("--no-profile", help="no profile (= --profile off)")]
 
 
@@ -255,6 +270,9 @@ class AgentOptions:
     profile: str = "basic"                        # --profile (off, basic, full)
     shrink: float | None = None                   # --shrink F (None: the problems' own sizes)
     no_profile: bool = False                      # --no-profile: --profile off (the ablation switch)
+    executor: str = "local"                       # --executor: local workers, or Ray actors (bench)
+    address: str | None = None                    # --address: the Ray cluster (None: a local Ray)
+    gpus: str | None = None                       # --gpus 0,2: these GPUs of this host (local executor)
     # the run
     out: Path | None = None
     resume: Path | None = None

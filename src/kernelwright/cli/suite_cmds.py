@@ -17,7 +17,10 @@ from .progress_line import Field, ProgressLine
 from .usage import plural
 from .judge_cmds import EXIT_USAGE, usage_error
 from .options import (
+    AddressOpt,
     Command,
+    ExecutorOpt,
+    GpusOpt,
     ShrinkOpt,
     shrunk_tasks,
     JudgeBaseSeedOpt,
@@ -82,12 +85,16 @@ def judge_suite_command(
     profile: ProfileOpt = "basic",
     no_profile: NoProfileOpt = False,
     shrink: ShrinkOpt = None,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
+    gpus: GpusOpt = None,
 ) -> None:
     """Judge every task of a suite and report call/execution accuracy, speedups, fast_p.
 
     Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
     """
-    from ..judge import DeviceUnavailable, JudgePool, detect_backend
+    from ..judge import DeviceUnavailable
+    from ..judge.coordinator.executor import check_executor, judge_backend, open_pool
     from ..suites.runner import (
         REFERENCE,
         ResultStore,
@@ -103,6 +110,10 @@ def judge_suite_command(
     profile = profile_level(profile, no_profile)
     if timing not in TIMING_PROFILES:
         raise usage_error(f"--timing must be one of {', '.join(TIMING_PROFILES)}")
+    try:
+        check_executor(executor, address, gpus)
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
     if candidates != REFERENCE and not Path(candidates).is_dir():
         raise usage_error(f"--candidates {candidates!r} is not a folder (or 'reference')")
     try:
@@ -111,7 +122,7 @@ def judge_suite_command(
         raise usage_error(str(exc)) from None
     if perf and not force:
         try:
-            backend, _ = detect_backend(device)
+            backend = judge_backend(executor, address, device)
         except DeviceUnavailable as exc:
             raise usage_error(str(exc)) from None
         if backend == "cpu":
@@ -136,7 +147,7 @@ def judge_suite_command(
     only: set[str] | None = None
     work = None
     try:
-        with JudgePool(device, options=options, workers_per_device=workers_per_device) as pool:
+        with open_pool(executor, address, device, options, workers_per_device, gpus=gpus) as pool:
             # With other workers on the GPU between timing turns (and compiling on the CPU during
             # them), two processes timing the same kernel differ more than on a quiet machine:
             # intervals carry the systematic term measured by reference-against-itself suite runs

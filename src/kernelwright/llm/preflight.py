@@ -8,6 +8,8 @@ missing key. torch and triton are imported only inside the checks.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -76,8 +78,18 @@ def check_device(device: str = "auto") -> CheckResult:
     if device in ("cuda", "hip") and device != backend:
         return CheckResult("gpu", False, f"--device {device}, but this torch is a {build} build "
                                             f"(its GPUs are {backend}): use --device {backend} or auto")
-    return CheckResult("gpu", True, f"{backend}: {torch.cuda.get_device_name(0)} "
-                                       f"({count} device{'s' * (count > 1)}, {build})")
+    return CheckResult("gpu", True, f"{backend}: {count} device{'s' * (count > 1)} ({build}): "
+                                       f"{list_gpus(torch, count, backend)}")
+
+
+def list_gpus(torch, count: int, backend: str) -> str:
+    """Each GPU this process sees, by the index `--gpus` takes, and the variable that chose them
+    (a worker pinned to GPU i gets the i-th of these)."""
+    names = "; ".join(f"{i}: {torch.cuda.get_device_name(i)}" for i in range(count))
+    var = "HIP_VISIBLE_DEVICES" if backend == "hip" else "CUDA_VISIBLE_DEVICES"
+    visible = os.environ.get(var)
+    chosen = f" ({var}={visible})" if visible else ""
+    return f"{names}{chosen}; judge on some of them with --gpus 0,2"
 
 
 def check_triton() -> CheckResult:

@@ -84,19 +84,22 @@ class JudgePool:
     """Judge candidates on every device of one backend. Thread-safe; use as a context manager."""
 
     def __init__(self, device: str = "auto", workers: int | None = None,
-                 options: JudgeOptions | None = None, workers_per_device: int | None = 1) -> None:
+                 options: JudgeOptions | None = None, workers_per_device: int | None = 1,
+                 gpus: tuple[int, ...] | None = None) -> None:
         """`workers`: on CPU, how many interpreter workers; on GPUs, how many devices to use
-        (default all). `workers_per_device` > 1 overlaps compilation and correctness checks of
+        (default all). `gpus`: which GPUs, by their index among those this process sees
+        (`--gpus 0,2`; each worker pinned to one through CUDA_/HIP_VISIBLE_DEVICES). `workers_per_device` > 1 overlaps compilation and correctness checks of
         several candidates on one GPU; timing stays exclusive per GPU (a lock file per device).
         None picks `default_workers_per_device`."""
         self.options = options or JudgeOptions()
         check_sandbox(self.options.sandbox)
         self.backend, count = detect_backend(device)
+        self.device_ids = choose_gpus(self.backend, count, gpus)
         if self.backend == "cpu":
             self.n_devices = 1
             n = workers if workers is not None else count
         else:
-            self.n_devices = count if workers is None else max(1, min(workers, count))
+            self.n_devices = len(self.device_ids) if workers is None else max(1, min(workers, len(self.device_ids)))
             per_device = workers_per_device or default_workers_per_device(self.n_devices)
             n = self.n_devices * max(1, per_device)
         self.n_workers = max(1, n)
@@ -130,7 +133,8 @@ class JudgePool:
         """The worker at `index`, its process started (a new one if it has none or it died)."""
         handle = self._workers[index]
         if handle is None or handle.process.poll() is not None:
-            handle = self._spawner.submit(WorkerHandle, self.backend, index % self.n_devices, self.options,
+            handle = self._spawner.submit(WorkerHandle, self.backend, self.device_ids[index % self.n_devices],
+                                          self.options,
                                           private=self.private, gpu_workers=self.gpu_workers,
                                           task_files=tuple(self._task_files)).result()
             self._workers[index] = handle
@@ -387,6 +391,19 @@ class JudgePool:
         if handle is not None:
             handle.kill()
             remove_worker_caches(self.private, [handle.process.pid])  # a killed worker cannot
+
+
+def choose_gpus(backend: str, count: int, gpus: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The GPU indices the pool uses: all of them, or `gpus` (checked: each seen, none twice)."""
+    if gpus is None:
+        return tuple(range(count)) if backend != "cpu" else (0,)
+    if backend == "cpu":
+        raise DeviceUnavailable("--gpus was given, but the judge runs on the CPU interpreter here (no GPU seen)")
+    bad = [g for g in gpus if not 0 <= g < count]
+    if bad or len(set(gpus)) != len(gpus) or not gpus:
+        raise DeviceUnavailable(f"--gpus {','.join(map(str, gpus))}: this machine's torch sees {count} GPU(s), "
+                                f"indices 0..{count - 1}, each at most once (`kernelwright doctor` lists them)")
+    return tuple(gpus)
 
 
 def _settle(future: Future, result: Verdict | None = None, error: BaseException | None = None) -> None:

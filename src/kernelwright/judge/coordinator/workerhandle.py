@@ -41,6 +41,18 @@ _FRAME_SIZE = struct.Struct("!i")
 _FRAME_BIG = struct.Struct("!Q")
 
 
+def pin_device(env: dict[str, str], backend: str, index: int) -> None:
+    """Give the worker GPU `index` of those this process sees, alone: the `index`-th entry of an
+    inherited CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (so `--gpus` counts as torch does
+    here), else the physical index."""
+    var = {"cuda": "CUDA_VISIBLE_DEVICES", "hip": "HIP_VISIBLE_DEVICES"}.get(backend)
+    if var is None:
+        return
+    visible = env.get(var)
+    ids = [i.strip() for i in visible.split(",")] if visible else None
+    env[var] = ids[index] if ids else str(index)
+
+
 class WorkerLost(RuntimeError):
     pass
 
@@ -63,14 +75,7 @@ class WorkerHandle:
         env[PRIVATE_DIR_ENV] = str(private)  # the GPU lock files: every process of this run agrees
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        if backend == "cuda":
-            visible = env.get("CUDA_VISIBLE_DEVICES")
-            ids = visible.split(",") if visible else None
-            env["CUDA_VISIBLE_DEVICES"] = ids[index] if ids else str(index)
-        elif backend == "hip":
-            visible = env.get("HIP_VISIBLE_DEVICES")
-            ids = visible.split(",") if visible else None
-            env["HIP_VISIBLE_DEVICES"] = ids[index] if ids else str(index)
+        pin_device(env, backend, index)
         ours, theirs = Pipe(duplex=True)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "kernelwright.judge.worker.process", "--fd", str(theirs.fileno()),

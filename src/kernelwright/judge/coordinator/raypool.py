@@ -1,0 +1,321 @@
+"""`--executor ray`: the judge pool's workers as Ray actors, one per GPU of the cluster.
+
+Each actor (`rayactor.NodeJudge`) starts the same worker process a local pool starts, on the GPU
+Ray reserved for it (`num_gpus=1`, so timing stays exclusive per GPU as on one host). Where the
+cluster has no GPUs, a custom resource `kw_gpu` stands for them (tests simulate GPUs so), and on
+a cluster with neither there is one actor per node. The driver keeps everything else: the static
+stage, the queue, the verdicts and the run directory, exactly as with the local executor.
+
+Nothing lost, nothing doubled: an actor that dies (its node lost, the actor killed) mid-candidate
+leaves the run with its GPU (the run says so on stderr) and the candidate is judged again on
+another actor, at most `MAX_REJUDGE` times, after which its verdict is a judge error saying why.
+A candidate's verdict is recorded once, by the one call that returned it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+from ...tasks import Task
+from ..common.options import JudgeOptions
+from ..common.verdict import Verdict, judge_error_verdict
+from .backend import DeviceUnavailable
+from .pool import JudgePool, PoolClosed, check_sandbox, job_timeout, protect_coordinator, static_verdict
+from .workerenv import SECRET_WORDS
+from .workerhandle import WorkerLost
+from ..common.privdir import private_dir
+from ..common.requests import JudgeRequest
+
+MAX_REJUDGE = 2          # a candidate whose actor died is judged again at most this often
+SIM_RESOURCE = "kw_gpu"  # a custom resource that stands for a GPU on a CPU-only (test) cluster
+INSTALL_HINT = "pip install 'kernelwright[ray]'"
+
+
+class ActorLost(WorkerLost):
+    """The actor (or its node) died: not the candidate's verdict; it is judged again elsewhere."""
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise DeviceUnavailable(f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+    return ray
+
+
+def connect(address: str | None) -> None:
+    """Join the cluster at `address`, or start a local Ray when there is none (an existing
+    ray.init in this process, e.g. a test's cluster, is kept)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return
+    # A local Ray's daemons and actors are started from this process and inherit its environment:
+    # the API keys must not be in it (a candidate runs as the same user, and /proc/<pid>/environ
+    # of a daemon is readable to it), so they are out of os.environ while Ray starts.
+    hidden = {k: os.environ.pop(k) for k in list(os.environ) if SECRET_WORDS.search(k)}
+    try:
+        # log_to_driver off: the workers' own stderr is the judge's, not the run's output
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    finally:
+        os.environ.update(hidden)
+
+
+def actor_slots(ray) -> list[dict]:
+    """Ray options for each actor: one per GPU, per simulated GPU, or per alive node."""
+    total = ray.cluster_resources()
+    if total.get("GPU", 0) >= 1:
+        return [{"num_gpus": 1, "num_cpus": 0}] * int(total["GPU"])
+    if total.get(SIM_RESOURCE, 0) >= 1:
+        return [{"resources": {SIM_RESOURCE: 1}, "num_cpus": 0}] * int(total[SIM_RESOURCE])
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return [{"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)}
+            for node in ray.nodes() if node.get("Alive")]
+
+
+def cluster_backend(address: str | None = None, slots: list[dict] | None = None) -> str:
+    """The backend the cluster's actors judge on: it decides the options the workers apply
+    (`JudgeOptions.resolved`) and which tasks can run, so it is asked of one GPU of the cluster
+    (this driver may have none); "cpu" on a cluster without GPUs."""
+    connect(address)
+    ray = import_ray()
+    if not any("num_gpus" in s for s in (slots if slots is not None else actor_slots(ray))):
+        return "cpu"
+    return ray.get(ray.remote(num_gpus=1, num_cpus=0)(_node_backend).remote())
+
+
+def cluster_slots() -> int:
+    """How many judging actors the connected cluster has room for."""
+    return len(actor_slots(import_ray()))
+
+
+class _Remote:
+    """What the pool reads of a handle's process (`pid`, `poll`), for an actor's worker."""
+
+    def __init__(self) -> None:
+        self.pid: int = -1
+        self.code: int | None = None
+
+    def poll(self):
+        return self.code
+
+
+class RayWorkerHandle:
+    """The driver's end of one actor: the same `wait_ready`/`judge`/`kill`/`close` as
+    `WorkerHandle`, over Ray instead of a pipe."""
+
+    def __init__(self, ray, actor_class, slot: dict, index: int, options: JudgeOptions, task_files) -> None:
+        self.ray, self.index = ray, index
+        self.process = _Remote()
+        self.info: dict | None = None
+        self.busy = False  # judging now (a test kills a busy actor)
+        # candidates judged, seconds of their round trips, seconds spent on the node: what Ray
+        # adds is the difference (benchmarks/ray_overhead.py)
+        self.judged, self.round_trip_s, self.node_s = 0, 0.0, 0.0
+        self.actor = actor_class.options(**slot, max_restarts=0).remote("auto" if "num_gpus" in slot else "cpu",
+                                                                        options, tuple(task_files))
+
+    def wait_ready(self) -> dict:
+        if self.info is None:
+            try:
+                self.info = self.ray.get(self.actor.ready.remote())
+            except self.ray.exceptions.RayActorError as exc:
+                self.process.code = 1
+                raise ActorLost(f"judging actor {self.index} died while starting: {_why(exc)}") from None
+            except self.ray.exceptions.RayTaskError as exc:
+                self.process.code = 1
+                raise DeviceUnavailable(f"judging actor {self.index} could not start its worker: {exc}") from None
+            self.process.pid = self.info.get("worker_pid", -1)
+        return self.info
+
+    def judge(self, request: JudgeRequest, timeout: float) -> dict:
+        from .rayactor import task_payload
+
+        source = Path(request.candidate_path).read_text(encoding="utf-8")
+        ref, task_bytes = task_payload(request.task_ref)
+        self.busy = True
+        started = time.monotonic()
+        try:
+            data, node_s = self.ray.get(self.actor.judge.remote(request.to_wire(), source, task_bytes, timeout),
+                                timeout=timeout + 60)
+        except self.ray.exceptions.RayActorError as exc:
+            self.process.code = 1
+            raise ActorLost(f"judging actor {self.index} ({self._where()}) died while judging this candidate: "
+                            f"{_why(exc)}") from None
+        except self.ray.exceptions.GetTimeoutError:
+            self.kill()
+            raise WorkerLost(f"judging actor {self.index} did not answer within {timeout:g} s") from None
+        finally:
+            self.busy = False
+        self.judged += 1
+        self.round_trip_s += time.monotonic() - started
+        self.node_s += node_s
+        data["candidate"] = request.candidate_path  # the driver's name for it, not the node's copy
+        return data
+
+    def _where(self) -> str:
+        return f"node {self.info.get('node')}" if self.info else "not started"
+
+    def kill(self) -> None:
+        self.process.code = self.process.code or -9
+        try:
+            self.ray.kill(self.actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+    def close(self) -> None:
+        # a busy actor would read "close" only after its candidate (minutes): killed at once, as
+        # a local pool kills a worker that is judging when it closes
+        if self.process.code is None and not self.busy:
+            try:
+                self.ray.get(self.actor.close.remote(), timeout=30)
+            except Exception:  # noqa: BLE001 - a dead actor has nothing to close
+                pass
+        self.kill()
+
+
+def _node_backend() -> str:
+    from .backend import detect_backend
+
+    return detect_backend("auto")[0]
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+
+
+class RayJudgePool(JudgePool):
+    """A `JudgePool` whose workers are Ray actors across a cluster (see the module's docstring)."""
+
+    def __init__(self, address: str | None = None, options: JudgeOptions | None = None) -> None:
+        # deliberately not JudgePool.__init__: no local device detection and no local workers
+        ray = import_ray()
+        self.options = options or JudgeOptions()
+        check_sandbox(self.options.sandbox)
+        protect_coordinator()  # this driver holds the API keys, as a local pool's coordinator does
+        connect(address)
+        self._ray = ray
+        self._slots = actor_slots(ray)
+        if not self._slots:
+            raise DeviceUnavailable("the Ray cluster has no GPU, no 'kw_gpu' resource and no alive node")
+        from .rayactor import NodeJudge
+
+        self._actor_class = ray.remote(NodeJudge)
+        self.backend = cluster_backend(address, self._slots)
+        self.n_devices = self.n_workers = len(self._slots)
+        self.gpu_workers = 1
+        self._init_common()
+        self._retired: set[int] = set()
+
+    def _init_common(self) -> None:
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._workers: list = [None] * self.n_workers  # RayWorkerHandle: the WorkerHandle interface
+        self._free: queue.Queue[int] = queue.Queue()
+        for i in range(self.n_workers):
+            self._free.put(i)
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self.device_info: dict = {}
+        self.private = private_dir()
+        self._sources = None
+        self._submitter = None
+        self._pending: set[Future] = set()
+        self._submitted = 0
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelwright-spawner")
+        self._task_files: list[str] = []
+
+    def _spawn(self, index: int):
+        handle = self._workers[index]
+        if handle is None or handle.process.poll() is not None:
+            handle = RayWorkerHandle(self._ray, self._actor_class, self._slots[index], index, self.options,
+                                     self._task_files)
+            self._workers[index] = handle
+        return handle
+
+    def _take_slot(self) -> int:
+        """A free live actor's index; PoolClosed when none is left (every actor died)."""
+        while True:
+            if self._closing.is_set():
+                raise PoolClosed("the judge pool was closed before this candidate was judged")
+            with self._lock:
+                if len(self._retired) >= self.n_workers:
+                    raise ActorLost("every judging actor of the Ray cluster died")
+            try:
+                return self._free.get(timeout=0.5)
+            except queue.Empty:
+                continue
+
+    def _retire(self, index: int, exc: BaseException) -> None:
+        with self._lock:
+            self._retired.add(index)
+            self._workers[index] = None
+        sys.stderr.write(f"warning: {exc}; its GPU leaves this run\n")
+
+    def _judge_file(self, task: Task, candidate: Path, options: JudgeOptions | None) -> Verdict:
+        candidate = candidate.expanduser().resolve()
+        opts = options or self.options
+        failed = static_verdict(task, candidate)
+        if failed is not None:
+            return failed
+        resolved = opts.resolved(self.backend)
+        request = JudgeRequest(task_ref=task.ref, candidate_path=str(candidate), seeds=opts.draw_seeds(),
+                               options=resolved)
+        started, reasons = time.monotonic(), []
+        for _attempt in range(1 + MAX_REJUDGE):
+            try:
+                verdict = self._judge_once(task, request, resolved)
+            except ActorLost as exc:
+                reasons.append(str(exc))
+                continue
+            verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
+            return verdict
+        verdict = judge_error_verdict(task.name, str(candidate), "judged %d times, every judging actor died: %s"
+                                      % (len(reasons), "; ".join(reasons)), seeds=request.seeds)
+        verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
+        return verdict
+
+    def _judge_once(self, task: Task, request: JudgeRequest, resolved: JudgeOptions) -> Verdict:
+        """One attempt on one actor. ActorLost: the actor died (retired; the caller tries again)."""
+        index = self._take_slot()
+        give_back = True
+        try:
+            try:
+                worker = self._worker(index)
+                data = worker.judge(request, job_timeout(task, resolved))
+            except ActorLost as exc:
+                if self._closing.is_set():
+                    raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
+                give_back = False
+                self._retire(index, exc)
+                raise
+            except WorkerLost as exc:
+                if self._closing.is_set():
+                    raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
+                self._replace(index)
+                return judge_error_verdict(task.name, request.candidate_path, str(exc), seeds=request.seeds)
+            data["task"] = data.get("task") or task.name
+            return Verdict.from_dict(data)
+        finally:
+            if give_back:
+                self._free.put(index)
+
+    def _replace(self, index: int) -> None:
+        handle = self._workers[index]
+        self._workers[index] = None
+        if handle is not None:
+            handle.kill()
+
+    def close(self) -> None:
+        self._closing.set()
+        for i, handle in enumerate(self._workers):
+            if handle is not None:
+                handle.close()
+                self._workers[i] = None
+        self._spawner.shutdown(wait=True)
+        self._close_submissions()
