@@ -49,7 +49,7 @@ def ray_run(task, source: str, n: int, options, nodes: int) -> dict:
     import ray
     from ray.cluster_utils import Cluster
 
-    from kernelwright.judge.coordinator.raypool import RayJudgePool
+    from kernelwright.scale.raypool import RayJudgePool
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"kw_gpu": 1}})
     for _ in range(nodes - 1):

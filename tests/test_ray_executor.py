@@ -75,7 +75,7 @@ def test_ray_executor_gives_the_local_verdicts(cluster, candidates, tmp_path, ke
 @pytest.mark.slow
 def test_an_actor_killed_mid_candidate_loses_and_doubles_nothing(cluster):
     from kernelwright.judge import JudgeOptions
-    from kernelwright.judge.coordinator.raypool import RayJudgePool
+    from kernelwright.scale.raypool import RayJudgePool
     from kernelwright.suites.runner import load_suite_tasks
 
     tasks = {t.name: t for t in load_suite_tasks("builtin", None)[0]}
@@ -100,7 +100,7 @@ def test_an_actor_killed_mid_candidate_loses_and_doubles_nothing(cluster):
 def test_bench_across_the_cluster_writes_the_local_run(cluster, tmp_path, kernelwright_here, monkeypatch):
     """The scripted model, one task-run at a time (a known order): the same metrics and results
     with the judge on the cluster as on this host."""
-    from kernelwright.judge.coordinator import raypool
+    from kernelwright.scale import raypool
     from kernelwright.llm.testing import ScriptedServer
 
     judged_on_ray = []
@@ -130,7 +130,7 @@ def test_bench_across_the_cluster_writes_the_local_run(cluster, tmp_path, kernel
 def test_one_actor_per_gpu_per_simulated_gpu_or_per_node():
     from types import SimpleNamespace
 
-    from kernelwright.judge.coordinator.raypool import actor_slots
+    from kernelwright.scale.raypool import actor_slots
 
     def fake(resources, nodes=()):
         return SimpleNamespace(cluster_resources=lambda: resources, nodes=lambda: list(nodes))
@@ -148,7 +148,7 @@ def test_a_node_removed_mid_candidate_loses_and_doubles_nothing():
     """A whole node goes (its raylet and processes killed) while its actor judges: every
     candidate still gets exactly one verdict, judged on the node that is left."""
     from kernelwright.judge import JudgeOptions
-    from kernelwright.judge.coordinator.raypool import RayJudgePool
+    from kernelwright.scale.raypool import RayJudgePool
     from kernelwright.suites.runner import load_suite_tasks
 
     if ray.is_initialized():
@@ -188,7 +188,7 @@ def test_closing_mid_candidate_records_nothing_for_what_was_not_judged(cluster):
     """Ctrl-C: a candidate whose actor is killed by the close raises PoolClosed (a resumed run
     judges it), never a judge error that would be stored as final."""
     from kernelwright.judge import JudgeOptions, PoolClosed
-    from kernelwright.judge.coordinator.raypool import RayJudgePool
+    from kernelwright.scale.raypool import RayJudgePool
     from kernelwright.suites.runner import load_suite_tasks
 
     task = next(t for t in load_suite_tasks("builtin", None)[0] if t.name == "vector_add")

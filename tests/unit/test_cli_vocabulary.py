@@ -355,7 +355,7 @@ def test_bench_passes_the_executor_to_the_judge_pool(monkeypatch):
     from kernelwright.cli import agent_cmds
 
     seen = {}
-    monkeypatch.setattr("kernelwright.judge.coordinator.raypool.RayJudgePool",
+    monkeypatch.setattr("kernelwright.scale.raypool.RayJudgePool",
                         lambda address, options: seen.update(address=address, options=options) or "pool")
     spec = type("Spec", (), {"judge_seeds": 1, "judge_base_seed": None, "perf": False, "timeout_scale": 1.0,
                              "max_perf_cases": None, "sandbox": "auto", "profile": "off", "device": "cpu"})()
@@ -397,7 +397,7 @@ def test_gpus_pins_each_worker_to_one_of_the_chosen_gpus(monkeypatch):
 def test_gpus_outside_what_torch_sees_is_refused(monkeypatch, gpus, says):
     from kernelwright.judge import DeviceUnavailable
     from kernelwright.judge.coordinator import pool as pool_module
-    from kernelwright.judge.coordinator.executor import check_executor
+    from kernelwright.scale.executor import check_executor
 
     monkeypatch.setattr(pool_module, "detect_backend", lambda device: ("cuda", 4))
     with pytest.raises(DeviceUnavailable, match=says):

@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from kernelwright.judge import FailureKind, JudgeOptions, Verdict
-from kernelwright.judge.coordinator import raypool
+from kernelwright.scale import raypool
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "tests" / "candidates" / "vector_add" / "good.py"

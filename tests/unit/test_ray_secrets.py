@@ -5,7 +5,7 @@ import os
 import sys
 from types import SimpleNamespace
 
-from kernelwright.judge.coordinator import raypool
+from kernelwright.scale import raypool
 
 
 def test_a_local_ray_starts_without_the_api_keys(monkeypatch):

@@ -385,7 +385,7 @@ def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | No
     options = judge_options(judge_seeds=spec.judge_seeds, judge_base_seed=spec.judge_base_seed, perf=spec.perf,
                             timeout_scale=spec.timeout_scale, max_perf_cases=spec.max_perf_cases,
                             sandbox=spec.sandbox, profile=spec.profile)
-    from ..judge.coordinator.executor import check_executor, open_pool
+    from ..scale.executor import check_executor, open_pool
 
     if executor != "local":
         return open_pool(executor, address, spec.device, options)

@@ -60,7 +60,7 @@ def interpreter_timing(opts: AgentOptions, tasks: list | None, kernels: int | No
 
     if not opts.perf:
         return
-    from ..judge.coordinator.executor import judge_backend
+    from ..scale.executor import judge_backend
 
     try:
         if judge_backend(opts.executor, opts.address, opts.device) != "cpu":

@@ -121,7 +121,7 @@ def bench_command(
     from ..agent.app import open_run
     from ..agent.bench import load_tasks, unsupported_here
     from ..judge import DeviceUnavailable
-    from ..judge.coordinator.executor import check_executor, judge_backend
+    from ..scale.executor import check_executor, judge_backend
     from ..store import StoreError
     from ..suites.runner import SuiteUsageError
 
@@ -178,7 +178,7 @@ def _concurrency(spec, asked: int | None, workers_per_device: int | None = None,
     from ..judge.coordinator.backend import default_workers_per_device
 
     if executor == "ray":  # one judging actor per GPU of the cluster
-        from ..judge.coordinator.raypool import connect, cluster_slots
+        from ..scale.raypool import connect, cluster_slots
 
         connect(address)
         return max(1, 4 * cluster_slots())

@@ -94,7 +94,7 @@ def judge_suite_command(
     Exit status: 0 the run finished, 2 usage error, 130 interrupted (rerun the same command to resume).
     """
     from ..judge import DeviceUnavailable
-    from ..judge.coordinator.executor import check_executor, judge_backend, open_pool
+    from ..scale.executor import check_executor, judge_backend, open_pool
     from ..suites.runner import (
         REFERENCE,
         ResultStore,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..common.options import JudgeOptions
+from ..judge.common.options import JudgeOptions
 
 EXECUTORS = ("local", "ray")
 
@@ -35,7 +35,7 @@ def judge_backend(executor: str, address: str | None, device: str) -> str:
         from .raypool import cluster_backend
 
         return cluster_backend(address)
-    from .backend import detect_backend
+    from ..judge.coordinator.backend import detect_backend
 
     return detect_backend(device)[0]
 
@@ -49,7 +49,7 @@ def open_pool(executor: str, address: str | None, device: str, options: JudgeOpt
         from .raypool import RayJudgePool
 
         return RayJudgePool(address, options=options)
-    from .. import JudgePool  # looked up at the call: tests stub kernelwright.judge.JudgePool
+    from ..judge import JudgePool  # looked up at the call: tests stub kernelwright.judge.JudgePool
 
     if ids is None:  # (the keywords a stubbed pool in the tests takes)
         return JudgePool(device, workers=workers, options=options, workers_per_device=workers_per_device)

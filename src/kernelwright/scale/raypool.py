@@ -20,15 +20,15 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
-from ...tasks import Task
-from ..common.options import JudgeOptions
-from ..common.verdict import Verdict, judge_error_verdict
-from .backend import DeviceUnavailable
-from .pool import JudgePool, PoolClosed, check_sandbox, job_timeout, protect_coordinator, static_verdict
-from .workerenv import SECRET_WORDS
-from .workerhandle import WorkerLost
-from ..common.privdir import private_dir
-from ..common.requests import JudgeRequest
+from ..tasks import Task
+from ..judge.common.options import JudgeOptions
+from ..judge.common.verdict import Verdict, judge_error_verdict
+from ..judge.coordinator.backend import DeviceUnavailable
+from ..judge.coordinator.pool import JudgePool, PoolClosed, check_sandbox, job_timeout, protect_coordinator, static_verdict
+from ..judge.coordinator.workerenv import SECRET_WORDS
+from ..judge.coordinator.workerhandle import WorkerLost
+from ..judge.common.privdir import private_dir
+from ..judge.common.requests import JudgeRequest
 
 MAX_REJUDGE = 2          # a candidate whose actor died is judged again at most this often
 SIM_RESOURCE = "kw_gpu"  # a custom resource that stands for a GPU on a CPU-only (test) cluster
@@ -179,7 +179,7 @@ class RayWorkerHandle:
 
 
 def _node_backend() -> str:
-    from .backend import detect_backend
+    from ..judge.coordinator.backend import detect_backend
 
     return detect_backend("auto")[0]
 

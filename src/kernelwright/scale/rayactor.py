@@ -17,19 +17,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..common.options import JudgeOptions
-from ..common.privdir import ensure_private, private_dir
-from ..common.requests import JudgeRequest
-from ..common.verdict import judge_error_verdict
-from .backend import detect_backend
-from .pool import protect_coordinator
-from .workerhandle import WorkerHandle, WorkerLost, remove_worker_caches
+from ..judge.common.options import JudgeOptions
+from ..judge.common.privdir import ensure_private, private_dir
+from ..judge.common.requests import JudgeRequest
+from ..judge.common.verdict import judge_error_verdict
+from ..judge.coordinator.backend import detect_backend
+from ..judge.coordinator.pool import protect_coordinator
+from ..judge.coordinator.workerhandle import WorkerHandle, WorkerLost, remove_worker_caches
 
 
 def task_payload(ref: str) -> tuple[str, bytes | None]:
     """(ref, the bytes of its task file) for a ref that names a file on the driver; (ref, None)
     for a benchmark adapter's ref, whose checkout every node must have at the same path."""
-    from ...tasks.shrink import split_ref
+    from ..tasks.shrink import split_ref
 
     inner = split_ref(ref)[1]
     path = Path(inner)
@@ -75,7 +75,7 @@ class NodeJudge:
     def _local_ref(self, ref: str, task_bytes: bytes | None) -> str:
         """The ref this node loads: the driver's when this node has the same file at that path
         (a shared install: files beside it stay readable), else a copy of the file written here."""
-        from ...tasks.shrink import split_ref
+        from ..tasks.shrink import split_ref
 
         if task_bytes is None:
             return ref
