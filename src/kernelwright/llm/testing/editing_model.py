@@ -93,9 +93,13 @@ def _apply(code: str, edits: list[tuple[int, str]]) -> str:
 
 
 class EditingModel:
-    def __init__(self, seeds: Mapping[str, str] | None = None, break_rate: float = 0.0) -> None:
+    def __init__(self, seeds: Mapping[str, str] | None = None, break_rate: float = 0.0,
+                 break_first: bool = False) -> None:
         self.seeds = dict(seeds or {})
         self.break_rate = break_rate
+        # every first kernel broken: a test that needs a failing attempt (and the reflector) gets
+        # one whatever the random draws, and the answers stay a pure function of the prompt
+        self.break_first = break_first
 
     def answer(self, prompt: str, seed: int | None) -> str:
         """The answer to one request (its user message, its seed): a pure function of both."""
@@ -114,6 +118,8 @@ class EditingModel:
             code, why = seed_code, "revert to the seed kernel"
         elif seed_code is not None:  # a first kernel: the seed, or (half the runs) a variant of it
             code, why = self._first(seed_code, rng)
+            if self.break_first:
+                return f"## Strategy\n{why} (broken on purpose).\n\n```python\n{code.rstrip()}\n\nUNDEFINED_NAME_BREAKS_THE_IMPORT\n```\n"
         else:
             return "I have no kernel for this task."
         if code is None:
@@ -170,9 +176,9 @@ class EditingServer(ScriptedServer):
     every request like the scripted server."""
 
     def __init__(self, seeds: Mapping[str, str] | None = None, break_rate: float = 0.0,
-                 host: str = "127.0.0.1", port: int = 0, delay_s: float = 0.0) -> None:
+                 host: str = "127.0.0.1", port: int = 0, delay_s: float = 0.0, break_first: bool = False) -> None:
         super().__init__(Script(), host, port)
-        self.model = EditingModel(seeds, break_rate)
+        self.model = EditingModel(seeds, break_rate, break_first)
         self.delay_s = delay_s
 
     def _begin(self, request: RecordedRequest) -> Answer | None:
