@@ -54,6 +54,8 @@ def run_arm(name: str, extra: list[str], args: argparse.Namespace, base_url: str
         cmd += ["--tasks", task]
     if args.quick:
         cmd += ["--perf", "--force", "--max-perf-cases", "1", "--judge-seeds", "1"]
+    elif args.max_perf_cases:
+        cmd += ["--max-perf-cases", str(args.max_perf_cases)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
     started = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -109,7 +111,9 @@ def main() -> None:
     parser.add_argument("--arms", default="independent,evolve,tune", help="comma list of arms to run")
     parser.add_argument("--quick", action="store_true", help="CPU smoke test: vector_add, 2 runs x 2 iterations")
     parser.add_argument("--out", type=Path, default=Path("kernelwright-runs") / f"evolve-vs-independent-{time.strftime('%Y%m%d-%H%M%S')}")
-    parser.add_argument("--json", type=Path, help="write the rows here too")
+    parser.add_argument("--max-perf-cases", type=int, metavar="N",
+                        help="time at most N shapes per task (every arm alike; default: all of them)")
+    parser.add_argument("--json", type=Path, help="write the rows here too (after each arm: a run cut short keeps those done)")
     args = parser.parse_args()
     if args.quick:
         args.tasks = args.tasks or ["vector_add"]
@@ -121,11 +125,11 @@ def main() -> None:
             if name in args.arms.split(","):
                 rows.append(run_arm(name, extra, args, server.openai_base_url))
                 print(f"{name}: done ({rows[-1]['wall_s']} s)", file=sys.stderr, flush=True)
+                if args.json:
+                    args.json.write_text(json.dumps(rows, indent=2) + "\n")
     print(f"{args.runs} runs x {args.iterations} iterations = {args.runs * args.iterations} judged candidates "
           f"per task and arm (tune: 1 + {args.runs * args.iterations - 1} variants); seed {args.seed}")
     print(table(rows))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 if __name__ == "__main__":
