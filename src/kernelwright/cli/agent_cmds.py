@@ -363,7 +363,7 @@ def _interrupted(store, spec) -> NoReturn:
     from ..agent.results import write_outputs
 
     names = sorted({a.task for a in store.attempts()})
-    verified = any(r.best is not None for r in write_outputs(store, names, spec.settings.runs))
+    verified = any(r.best is not None for r in write_outputs(store, names, spec.settings.runs, spec.settings.search))
     store.close()
     Console(stderr=True).print(interrupted_message(spec.command, store.run_dir, verified), highlight=False)
     # Task-runs still waiting for the model would hold the exit for up to the LLM timeout:

@@ -205,13 +205,16 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
     if report.get("untimed_why"):
         console.print(f"speed not measured ({escape(report['untimed_why'])}): no speedups, no fast_p above 0",
                       highlight=False)
+    ind = report.get("independent_runs", True)
+    if not ind:
+        console.print(f"search evolve: {escape(report['pass_at_k'])}; the pass@k columns are best-of-k", highlight=False)
     console.print("\n[bold]sequential scaling[/] (all runs)")
-    console.print(table(report["per_iteration"], "iterations"), markup=False, soft_wrap=True)
+    console.print(table(report["per_iteration"], "iterations", ind), markup=False, soft_wrap=True)
     console.print("\n[bold]parallel scaling[/] (all iterations)")
-    console.print(table(report["per_runs"], "runs"), markup=False, soft_wrap=True)
+    console.print(table(report["per_runs"], "runs", ind), markup=False, soft_wrap=True)
     if report.get("tuned"):
         console.print("\n[bold]after the tuning pass[/]")
-        console.print(table([report["tuned"]], "runs"), markup=False, soft_wrap=True)
+        console.print(table([report["tuned"]], "runs", ind), markup=False, soft_wrap=True)
     failed = failures(store, report)
     if failed:
         console.print(f"\n[bold]tasks without a verified kernel ({len(failed)})[/]")
