@@ -63,6 +63,7 @@ from .options import (
     NoProfileOpt,
     ProfileOpt,
     SandboxOpt,
+    MigrateEveryOpt,
     SearchOpt,
     ShrinkOpt,
     TasksOpt,
@@ -92,7 +93,8 @@ def bench_command(
     one_shot: OneShotOpt = AGENT.one_shot, knowledge: KnowledgeOpt = AGENT.knowledge,
     optimizer: OptimizerOpt = AGENT.optimizer, reflection: ReflectOpt = AGENT.reflection,
     tune: TuneOpt = AGENT.tune, tune_variants: TuneVariantsOpt = AGENT.tune_variants,
-    search: SearchOpt = AGENT.search, concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
+    search: SearchOpt = AGENT.search, migrate_every: MigrateEveryOpt = AGENT.migrate_every,
+    concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
     max_cost: CostOpt = AGENT.max_cost, max_tokens: TokensOpt = AGENT.max_tokens, time_limit: TimeOpt = AGENT.time_limit,
     task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
     task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
@@ -128,6 +130,7 @@ def bench_command(
     opts = AgentOptions.from_context(ctx)
     try:
         check_executor(opts.executor, opts.address, opts.gpus)
+        opts.check_search()
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command="bench")
             spec = _resumed(store, spec, opts)
