@@ -151,3 +151,21 @@ def test_the_loop_draws_from_the_archive_with_the_runs_migrate_every(tmp_path, e
             _, origin, messages = run._evolve_plan(TaskMemory((mine,)), Plan(Mode.OPTIMIZE, 0, 0))
             assert ("r1a0" in origin) == migrated, origin
             assert (other.code.strip() in messages[1]["content"]) == migrated
+
+
+def test_the_docs_evolve_prompts_are_what_the_templates_render():
+    """docs/agent-prompts.md's --search evolve examples (between the evolve-examples markers) are
+    benchmarks/render_agent_prompts.py --evolve-examples's output: a template change shows here."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("render_agent_prompts", root / "benchmarks" / "render_agent_prompts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (root / "docs" / "agent-prompts.md").read_text()
+    shown = doc.split(module.EVOLVE_BEGIN + "\n", 1)[1].split(module.EVOLVE_END, 1)[0]
+    rendered = module.evolve_examples()
+    assert shown == rendered, "docs/agent-prompts.md is stale: rerun render_agent_prompts.py --evolve-examples"
+    assert "### Inspiration 1 (run 0, attempt 1): speedup 1.040x" in rendered  # parent + inspirations, with speeds
+    assert "### Kernel A (run 1, attempt 0): speedup 1.120x" in rendered and "Combine the two kernels" in rendered
