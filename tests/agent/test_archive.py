@@ -3,6 +3,8 @@ cells from the code, the migration schedule, seeded selection, and the prompts i
 
 from __future__ import annotations
 
+import pytest
+
 from kernelwright.agent.archive import Archive, cell_of, choose, epoch_of_next, iteration_epochs, rng_for
 from kernelwright.agent.memory import Attempt, Mode
 
@@ -107,3 +109,63 @@ def test_metrics_say_evolve_runs_are_not_independent():
     last_ind, last_evo = ind["per_runs"][-1]["metrics"], evo["per_runs"][-1]["metrics"]
     assert last_ind["pass@1"]["value"] == 0.5 and last_evo["pass@1"]["value"] == 0.0
     assert last_evo["pass@2"]["value"] == 1.0 and "best-of-2" in last_evo["pass@2"]["note"]
+
+
+def test_migration_every_iteration():
+    # migrate_every=1 (--migrate-every 1): every iteration is an epoch, so run 1's kernels reach
+    # run 0 one iteration after they are written, where migrate_every=2 waits for the boundary
+    fast, slow = FLAT.format(b=256, w=8), FLAT.format(b=512, w=4)
+    attempts = [att(0, 0), att(0, 1), att(1, 0, slow, speedup=1.1), att(1, 1, kind="wrong_values"),
+                att(1, 2, fast, speedup=3.0)]
+    every_one = Archive.of(attempts, migrate_every=1)
+    assert [e.key for e in every_one.migrants(0, 1)] == ["r1a0"]            # after iteration 1
+    assert [e.key for e in every_one.migrants(0, 2)] == ["r1a0"]            # iteration 2 failed
+    assert [e.key for e in every_one.migrants(0, 3)] == ["r1a0", "r1a2"]    # after iteration 3
+    assert [e.key for e in Archive.of(attempts, migrate_every=2).migrants(0, 1)] == ["r1a0"]  # after iteration 2
+
+
+@pytest.mark.parametrize("every, migrated", [(1, True), (2, False)])
+def test_the_loop_draws_from_the_archive_with_the_runs_migrate_every(tmp_path, every, migrated):
+    """The task-run's archive is cut at the run's migrate_every (the --migrate-every the run was
+    started with): after one iteration, run 1's kernel is run 0's to see with 1, not with 2."""
+    from kernelwright.agent.brief import brief_for
+    from kernelwright.agent.loop import AgentSettings, Plan, RunContext, TaskRun
+    from kernelwright.agent.memory import TaskMemory
+    from kernelwright.agent.prompts import PromptLibrary
+    from kernelwright.store import RunStore
+    from kernelwright.tasks import load_task_file
+
+    from .agent_support import TINY_ADD
+
+    task = load_task_file(TINY_ADD)
+    mine = Attempt(task.name, 0, 0, "generate", 0, None, FLAT.format(b=1024, w=4), kind="passed", speedup=1.0)
+    other = Attempt(task.name, 1, 0, "generate", 0, None, LOOP.format(b=2048), kind="passed", speedup=2.0)
+    with RunStore(tmp_path / "run", decode=Attempt.from_dict) as store:
+        store.add_attempt(mine)
+        store.add_attempt(other)
+        for seed in range(8):  # whatever the draw: the other island's kernel is in it, or never
+            settings = AgentSettings(iterations=4, runs=2, search="evolve", migrate_every=every, seed=seed)
+            ctx = RunContext(llm=None, judge=None, store=store, prompts=PromptLibrary(),  # type: ignore[arg-type]
+                             settings=settings, budget=None)  # type: ignore[arg-type]
+            run = TaskRun(task, brief_for(task), 0, ctx)
+            _, origin, messages = run._evolve_plan(TaskMemory((mine,)), Plan(Mode.OPTIMIZE, 0, 0))
+            assert ("r1a0" in origin) == migrated, origin
+            assert (other.code.strip() in messages[1]["content"]) == migrated
+
+
+def test_the_docs_evolve_prompts_are_what_the_templates_render():
+    """docs/agent-prompts.md's --search evolve examples (between the evolve-examples markers) are
+    benchmarks/render_agent_prompts.py --evolve-examples's output: a template change shows here."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("render_agent_prompts", root / "benchmarks" / "render_agent_prompts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (root / "docs" / "agent-prompts.md").read_text()
+    shown = doc.split(module.EVOLVE_BEGIN + "\n", 1)[1].split(module.EVOLVE_END, 1)[0]
+    rendered = module.evolve_examples()
+    assert shown == rendered, "docs/agent-prompts.md is stale: rerun render_agent_prompts.py --evolve-examples"
+    assert "### Inspiration 1 (run 0, attempt 1): speedup 1.040x" in rendered  # parent + inspirations, with speeds
+    assert "### Kernel A (run 1, attempt 0): speedup 1.120x" in rendered and "Combine the two kernels" in rendered

@@ -316,6 +316,63 @@ def test_help_at_80_columns_lists_every_option_whole(runner, path, command):
             assert flat(text) in flat(out), f"{path}: the help of {param.name} is cut: {text!r}"
 
 
+# -- --migrate-every (issue 32) ----------------------------------------------------------------
+
+AGENT_COMMANDS = [
+    ["generate", "--task", "vector_add"],
+    ["optimize", str(GOOD), "--task", "vector_add", "--perf", "--force"],
+    ["bench", "--suite", "builtin", "--tasks", "vector_add"],
+]
+
+
+@pytest.mark.parametrize("command", AGENT_COMMANDS)
+def test_migrate_every_reaches_the_runs_settings_and_is_stored(runner, captured, tmp_path, command):
+    from kernelwright.agent.archive import DEFAULT_MIGRATE_EVERY
+
+    result = runner.invoke(app, [*command, *OFFLINE, "--search", "evolve", "--migrate-every", "3",
+                                 "--out", str(tmp_path / "run")])
+    stopped(result)
+    spec = captured["agent"]["spec"]
+    assert spec.settings.search == "evolve" and spec.settings.migrate_every == 3
+    assert json.loads(json.dumps(spec.to_dict()))["settings"]["migrate_every"] == 3  # what a resume reads back
+    captured.clear()
+    result = runner.invoke(app, [*command, *OFFLINE, "--search", "evolve", "--out", str(tmp_path / "run2")])
+    stopped(result)
+    assert captured["agent"]["spec"].settings.migrate_every == DEFAULT_MIGRATE_EVERY == AGENT.migrate_every
+
+
+@pytest.mark.parametrize("command", AGENT_COMMANDS)
+@pytest.mark.parametrize("search", [[], ["--search", "independent"]])
+def test_migrate_every_without_evolve_is_a_usage_error(runner, captured, tmp_path, command, search):
+    out = tmp_path / "run"
+    result = runner.invoke(app, [*command, *OFFLINE, *search, "--migrate-every", "3", "--out", str(out), "--json"])
+    assert result.exit_code == 2, result.output
+    assert "--migrate-every is for --search evolve" in flat(result.stderr)
+    assert json.loads(result.stdout)["exit_code"] == 2
+    assert not captured and not out.exists()  # nothing started, nothing written
+
+
+def test_migrate_every_must_be_at_least_one(runner, captured, tmp_path):
+    result = runner.invoke(app, ["generate", "--task", "vector_add", *OFFLINE, "--search", "evolve",
+                                 "--migrate-every", "0", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "--migrate-every" in result.stderr and not captured
+
+
+def test_a_resume_keeps_the_runs_migrate_every():
+    from kernelwright.agent.app import RunSpec
+    from kernelwright.agent.loop import AgentSettings
+    from kernelwright.cli.agent_runs import refused_flags
+
+    evolve = RunSpec("bench", ("/t/tiny_add.py",), "m", AgentSettings(search="evolve", migrate_every=3))
+    given = frozenset({"migrate_every"})
+    assert refused_flags(evolve, AgentOptions(migrate_every=3, given=given, resume=Path("r"))) == []
+    assert refused_flags(evolve, AgentOptions(migrate_every=1, given=given, resume=Path("r"))) == [
+        "--migrate-every (the run's: 3)"]
+    independent = RunSpec("bench", ("/t/tiny_add.py",), "m", AgentSettings())
+    assert refused_flags(independent, AgentOptions(migrate_every=2, given=given, resume=Path("r"))) == [
+        "--migrate-every (the run's search: independent; only evolve has epochs)"]
+
+
 # -- attempt modes are the Mode enum, not strings -----------------------------------------------
 
 def test_progress_counts_the_models_attempts_by_mode():

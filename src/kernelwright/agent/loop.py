@@ -34,6 +34,7 @@ from ..store import RunStore
 from ..tasks import Task
 from . import generator, optimizer, reflector
 from .answers import CodeAnswer
+from .archive import DEFAULT_MIGRATE_EVERY
 from .brief import TaskBrief
 from .budget import Budget
 from .calls import CallParams, ModelUnavailable, Outage, Reply
@@ -70,7 +71,7 @@ class AgentSettings:
     tune_variants: int = 12
     fix_start: bool = False        # optimize: a failing starting kernel is fixed (else the run stops at once)
     search: str = "independent"    # independent (GEAK's runs) | evolve (one archive per task: agent/archive.py)
-    migrate_every: int = 2         # evolve: iterations per epoch; islands exchange their best at each boundary
+    migrate_every: int = DEFAULT_MIGRATE_EVERY  # evolve: iterations per epoch; islands exchange their best at each boundary
 
     def __post_init__(self) -> None:
         if self.iterations < 1 or self.runs < 1:

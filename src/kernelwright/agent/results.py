@@ -1,6 +1,11 @@
 """What a run produced, read from the store only: per task the best verified kernel over its
 runs (best-of-N by verdict, then speedup), pass@k over the runs, attempts, tokens and cost; and
-the run directory's files (best kernels, results.jsonl, summary.json)."""
+the run directory's files (best kernels, results.jsonl, summary.json).
+
+pass@k is the unbiased estimator over the runs when they are independent; under `--search evolve`
+the runs share one archive, so it is best-of-k instead (1 if any of the task's first k runs
+passed), and every record says which (`search`, `pass_at_k_kind`), as metrics.json does
+(agent/scaling.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +18,15 @@ from typing import Any, Iterable
 from ..metrics import pass_at_k
 from ..store import RunStore, write_jsonl
 from .memory import Attempt, Mode, TaskMemory, performance_key, undecided
+from .scaling import BEST_OF_K, BEST_OF_NOTE, UNBIASED, UNBIASED_NOTE, pass_at_k_kind
+
+def pass_at_k_values(passed: list[bool], search: str = "independent") -> dict[int, float]:
+    """pass@k for k = 1..len(passed), `passed[r]`: whether run r passed."""
+    n = len(passed)
+    if pass_at_k_kind(search) == BEST_OF_K:
+        return {k: float(any(passed[:k])) for k in range(1, n + 1)}
+    return {k: pass_at_k(n, sum(passed), k) for k in range(1, n + 1)}
+
 
 # Ranking of an attempt's outcome, best last: passed > ran but wrong > did not run > no code.
 def outcome_rank(a: Attempt) -> tuple:
@@ -33,6 +47,8 @@ class TaskResult:
     llm_calls: int = 0
     ended: dict[str, str] = field(default_factory=dict)   # run -> why it ended
     given_speedup: float | None = None                    # the user's own kernel (optimize)
+    search: str = "independent"                           # the run's --search
+    pass_at_k_kind: str = UNBIASED                        # what pass_at_k holds (pass_at_k_kind)
 
     @property
     def improved(self) -> bool | None:
@@ -56,29 +72,31 @@ def fastest_verified(attempts: Iterable[Attempt]) -> Attempt | None:
 
 
 def task_result(store: RunStore, task: str, runs: int, attempts: list[Attempt] | None = None,
-                ended: dict | None = None) -> TaskResult:
-    """One task's result; `attempts` and `ended` (as the store gives them) spare re-reading them."""
+                ended: dict | None = None, search: str = "independent") -> TaskResult:
+    """One task's result; `attempts` and `ended` (as the store gives them) spare re-reading them;
+    `search`: the run's --search (evolve: pass@k is best-of-k)."""
     attempts = store.attempts(task) if attempts is None else attempts
     ended = store.ended() if ended is None else ended
     best = fastest_verified(attempts)
-    c = sum(1 for r in range(runs) if any(a.passed and a.run == r for a in attempts))
+    passed = [any(a.passed and a.run == r for a in attempts) for r in range(runs)]
     cost, tokens = store.spend(task)
     closest = max(attempts, key=outcome_rank) if attempts and best is None else None
     given = [a.speedup for a in attempts if a.mode == Mode.GIVEN and a.passed and a.speedup is not None]
-    return TaskResult(task, runs, len(attempts), c, _summary(best) if best else None,
+    return TaskResult(task, runs, len(attempts), sum(passed), _summary(best) if best else None,
                       _summary(closest) if closest else None,
-                      {k: pass_at_k(runs, c, k) for k in range(1, runs + 1)}, tokens, cost, store.call_count(task),
+                      pass_at_k_values(passed, search), tokens, cost, store.call_count(task),
                       {str(r): v["reason"] for (t, r), v in ended.items() if t == task},
-                      max(given) if given else None)
+                      max(given) if given else None, search, pass_at_k_kind(search))
 
 
-def write_outputs(store: RunStore, tasks: list[str], runs: int) -> list[TaskResult]:
-    """best/<task>.py, results.jsonl and summary.json in the run directory."""
+def write_outputs(store: RunStore, tasks: list[str], runs: int, search: str = "independent") -> list[TaskResult]:
+    """best/<task>.py, results.jsonl and summary.json in the run directory; `search`: the run's
+    --search (evolve: pass@k is best-of-k, and both files say so)."""
     by_task: dict[str, list[Attempt]] = {t: [] for t in tasks}
     for a in store.attempts():
         by_task.setdefault(a.task, []).append(a)
     ended = store.ended()
-    results = [task_result(store, t, runs, by_task[t], ended) for t in tasks]
+    results = [task_result(store, t, runs, by_task[t], ended, search) for t in tasks]
     best_dir = store.run_dir / "best"
     best_dir.mkdir(exist_ok=True)
     for r in results:
@@ -94,6 +112,7 @@ def write_outputs(store: RunStore, tasks: list[str], runs: int) -> list[TaskResu
         "tasks": len(results), "runs": runs,
         "passed_tasks": sum(1 for r in results if r.best is not None),
         "pass_at_k": {k: _mean([r.pass_at_k.get(k) for r in results]) for k in range(1, runs + 1)},
+        **pass_at_k_label(search),
         "speedup_mean": _mean([r.best["speedup"] for r in results if r.best and r.best["speedup"] is not None]),
         "tokens": total_tokens, "cost_usd": total_cost, "llm_calls": sum(r.llm_calls for r in results),
         # why the task-runs stopped (a budget, the first verified kernel when nothing is timed...), counted
@@ -101,6 +120,14 @@ def write_outputs(store: RunStore, tasks: list[str], runs: int) -> list[TaskResu
     }
     (store.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return results
+
+
+def pass_at_k_label(search: str) -> dict[str, Any]:
+    """What a summary's pass@k is, in metrics.json's words (agent/scaling.py): the run's --search,
+    whether its runs are independent, the kind of value and its note."""
+    kind = pass_at_k_kind(search)
+    return {"search": search, "independent_runs": kind == UNBIASED, "pass_at_k_kind": kind,
+            "pass_at_k_note": UNBIASED_NOTE if kind == UNBIASED else BEST_OF_NOTE.format(k="k")}
 
 
 def _mean(values: list[float | None]) -> float | None:

@@ -73,8 +73,16 @@ class Point:
     geomean_ci95: tuple[float, float] | None
 
 
+UNBIASED, BEST_OF_K = "unbiased", "best_of_k"   # what a pass@k value is (metrics.json's pass_at_k_kind)
+UNBIASED_NOTE = "unbiased estimator over independent runs"
 BEST_OF_NOTE = ("best-of-{k}: the runs shared one archive (--search evolve), so they are not independent "
                 "samples and the unbiased pass@k estimator does not apply")
+
+
+def pass_at_k_kind(search: str) -> str:
+    """What pass@k is for a run of this --search: the unbiased estimator over independent runs, or
+    best-of-k when the runs share an archive (evolve)."""
+    return BEST_OF_K if search == "evolve" else UNBIASED
 
 
 def point(by_task: dict[str, dict[int, list[Attempt]]], unsupported: dict[str, str], iterations: int | None,
@@ -118,14 +126,18 @@ def scaling(attempts: Iterable[Attempt], tasks: Sequence[str], runs: int, iterat
     tuned = point(by_task, unsupported, iterations, runs, tuned=True, untimed=untimed, independent=ind) \
         if has_tuning else None
     return {"tasks": len(tasks), "runs": runs, "iterations": iterations, "search": search, "independent_runs": ind,
-            "pass_at_k": "unbiased estimator over independent runs" if ind else BEST_OF_NOTE.format(k="k"),
+            "pass_at_k": UNBIASED_NOTE if ind else BEST_OF_NOTE.format(k="k"),
+            "pass_at_k_kind": pass_at_k_kind(search),
             "per_iteration": [asdict(p) for p in per_iteration], "per_runs": [asdict(p) for p in per_runs],
             "tuned": asdict(tuned) if tuned else None}
 
 
-def table(points: Sequence[dict[str, Any]], key: str) -> str:
-    """A markdown table of the main metrics along one curve (key: "iterations" or "runs")."""
-    rows = ["| " + key + " | call acc | exec acc | GEAK speedup | geomean [95% CI] | fast_1 | pass@1 | pass@k (k = runs) |",
+def table(points: Sequence[dict[str, Any]], key: str, independent: bool = True) -> str:
+    """A markdown table of the main metrics along one curve (key: "iterations" or "runs");
+    `independent` False (--search evolve, metrics.json's independent_runs): its pass@k columns
+    are headed best-of-k, which is what they hold."""
+    pk = ("pass@1 | pass@k (k = runs)" if independent else "best-of-1 | best-of-k (k = runs; not pass@k: --search evolve)")
+    rows = ["| " + key + " | call acc | exec acc | GEAK speedup | geomean [95% CI] | fast_1 | " + pk + " |",
             "|---|---|---|---|---|---|---|---|"]
     for p in points:
         m = p["metrics"]

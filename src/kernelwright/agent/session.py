@@ -121,7 +121,7 @@ class AgentSession:
             self._epochs()
         else:
             self._each(self.pending(), lambda run: run.execute())
-        return write_outputs(self.store, [t.name for t in self.tasks], self.ctx.settings.runs)
+        return write_outputs(self.store, [t.name for t in self.tasks], self.ctx.settings.runs, self.ctx.settings.search)
 
     def _epochs(self) -> None:
         """--search evolve: every pending task-run runs one epoch (migrate_every iterations), then

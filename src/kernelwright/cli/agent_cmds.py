@@ -44,6 +44,7 @@ from .options import (
     NoProfileOpt,
     ProfileOpt,
     SandboxOpt,
+    MigrateEveryOpt,
     SearchOpt,
     ShrinkOpt,
     TimeoutScaleOpt,
@@ -112,7 +113,8 @@ def generate_command(
     runs: RunsOpt = AGENT.runs, iterations: ItersOpt = AGENT.iterations, max_debug_attempts: DebugOpt = AGENT.max_debug_attempts,
     one_shot: OneShotOpt = AGENT.one_shot, knowledge: KnowledgeOpt = AGENT.knowledge,
     optimizer: OptimizerOpt = AGENT.optimizer, reflection: ReflectOpt = AGENT.reflection, tune: TuneFlagOpt = AGENT.tune,
-    search: SearchOpt = AGENT.search, concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
+    search: SearchOpt = AGENT.search, migrate_every: MigrateEveryOpt = AGENT.migrate_every,
+    concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
     max_cost: CostOpt = AGENT.max_cost, max_tokens: TokensOpt = AGENT.max_tokens, time_limit: TimeOpt = AGENT.time_limit,
     task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
     task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
@@ -147,7 +149,8 @@ def optimize_command(
     runs: RunsOpt = AGENT.runs, iterations: ItersOpt = AGENT.iterations, max_debug_attempts: DebugOpt = AGENT.max_debug_attempts,
     one_shot: OneShotOpt = AGENT.one_shot, knowledge: KnowledgeOpt = AGENT.knowledge,
     reflection: ReflectOpt = AGENT.reflection, tune: TuneFlagOpt = AGENT.tune,
-    search: SearchOpt = AGENT.search, concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
+    search: SearchOpt = AGENT.search, migrate_every: MigrateEveryOpt = AGENT.migrate_every,
+    concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
     max_cost: CostOpt = AGENT.max_cost, max_tokens: TokensOpt = AGENT.max_tokens, time_limit: TimeOpt = AGENT.time_limit,
     task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
     task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
@@ -179,6 +182,7 @@ def _agent_command(command: str, opts: AgentOptions) -> None:
 
     ping = None
     try:
+        opts.check_search()  # a usage error before anything is loaded or asked
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command=command)
             spec = _resumed(store, spec, opts)
@@ -363,7 +367,7 @@ def _interrupted(store, spec) -> NoReturn:
     from ..agent.results import write_outputs
 
     names = sorted({a.task for a in store.attempts()})
-    verified = any(r.best is not None for r in write_outputs(store, names, spec.settings.runs))
+    verified = any(r.best is not None for r in write_outputs(store, names, spec.settings.runs, spec.settings.search))
     store.close()
     Console(stderr=True).print(interrupted_message(spec.command, store.run_dir, verified), highlight=False)
     # Task-runs still waiting for the model would hold the exit for up to the LLM timeout:

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..agent.memory import Mode
+from ..agent.scaling import BEST_OF_K
 from .usage import clip, plural
 
 
@@ -84,6 +85,9 @@ def print_result(console: Console, store, spec, x) -> None:
         runs = sorted(r for r, why in x.ended.items() if why == reason)
         console.print(f"stopped: {escape(reason)}" + (f" (runs {', '.join(runs)})" if x.runs > 1 else ""),
                       highlight=False)
-    pk = ", ".join(f"pass@{k} {v:.2f}" for k, v in x.pass_at_k.items())
+    best_of = x.pass_at_k_kind == BEST_OF_K  # --search evolve: the runs are not independent samples
+    pk = ", ".join(f"{'best-of-' if best_of else 'pass@'}{k} {v:.2f}" for k, v in x.pass_at_k.items())
+    if best_of:
+        pk += " (--search evolve: the runs share an archive, so best-of-k, not pass@k)"
     console.print(f"{plural(x.attempts, 'attempt')} over {plural(x.runs, 'run')}, {pk}; LLM calls {x.llm_calls}, tokens {x.tokens}, "
                   f"cost ${x.cost_usd:.4f}", highlight=False)

@@ -204,7 +204,7 @@ def _stored_value(spec: RunSpec, name: str) -> tuple[bool, Any]:
     settings = {"llm_seed": "seed", "temperature": "temperature", "max_debug_attempts": "max_debug_attempts",
                 "one_shot": "one_shot", "knowledge": "knowledge", "reflection": "reflection",
                 "optimizer": "optimizer", "tune": "tune", "tune_variants": "tune_variants",
-                "search": "search"}
+                "search": "search", "migrate_every": "migrate_every"}
     if name in settings:
         return True, getattr(spec.settings, settings[name])
     if name in ("profile", "no_profile"):  # (one setting of the run's: its profile level)
@@ -240,6 +240,9 @@ def refused_flags(spec: RunSpec, opts: AgentOptions) -> list[str]:
     for name in sorted(opts.given - set(EXTENDABLE) - set(MACHINE)):
         if name == "out":
             refused.append("--out (the run directory is --resume's)")
+            continue
+        if name == "migrate_every" and spec.settings.search != "evolve":
+            refused.append(f"--migrate-every (the run's search: {spec.settings.search}; only evolve has epochs)")
             continue
         comparable, stored = _stored_value(spec, name)
         if not comparable:

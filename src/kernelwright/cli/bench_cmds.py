@@ -63,6 +63,7 @@ from .options import (
     NoProfileOpt,
     ProfileOpt,
     SandboxOpt,
+    MigrateEveryOpt,
     SearchOpt,
     ShrinkOpt,
     TasksOpt,
@@ -92,7 +93,8 @@ def bench_command(
     one_shot: OneShotOpt = AGENT.one_shot, knowledge: KnowledgeOpt = AGENT.knowledge,
     optimizer: OptimizerOpt = AGENT.optimizer, reflection: ReflectOpt = AGENT.reflection,
     tune: TuneOpt = AGENT.tune, tune_variants: TuneVariantsOpt = AGENT.tune_variants,
-    search: SearchOpt = AGENT.search, concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
+    search: SearchOpt = AGENT.search, migrate_every: MigrateEveryOpt = AGENT.migrate_every,
+    concurrency: ConcurrencyOpt = AGENT.concurrency, prompts: PromptsOpt = AGENT.prompts, corpus: CorpusOpt = AGENT.corpus,
     max_cost: CostOpt = AGENT.max_cost, max_tokens: TokensOpt = AGENT.max_tokens, time_limit: TimeOpt = AGENT.time_limit,
     task_max_cost: TaskCostOpt = AGENT.task_max_cost, task_max_tokens: TaskTokensOpt = AGENT.task_max_tokens,
     task_time_limit: TaskTimeOpt = AGENT.task_time_limit,
@@ -128,6 +130,7 @@ def bench_command(
     opts = AgentOptions.from_context(ctx)
     try:
         check_executor(opts.executor, opts.address, opts.gpus)
+        opts.check_search()
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command="bench")
             spec = _resumed(store, spec, opts)
@@ -205,13 +208,16 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
     if report.get("untimed_why"):
         console.print(f"speed not measured ({escape(report['untimed_why'])}): no speedups, no fast_p above 0",
                       highlight=False)
+    ind = report.get("independent_runs", True)
+    if not ind:
+        console.print(f"search evolve: {escape(report['pass_at_k'])}; the pass@k columns are best-of-k", highlight=False)
     console.print("\n[bold]sequential scaling[/] (all runs)")
-    console.print(table(report["per_iteration"], "iterations"), markup=False, soft_wrap=True)
+    console.print(table(report["per_iteration"], "iterations", ind), markup=False, soft_wrap=True)
     console.print("\n[bold]parallel scaling[/] (all iterations)")
-    console.print(table(report["per_runs"], "runs"), markup=False, soft_wrap=True)
+    console.print(table(report["per_runs"], "runs", ind), markup=False, soft_wrap=True)
     if report.get("tuned"):
         console.print("\n[bold]after the tuning pass[/]")
-        console.print(table([report["tuned"]], "runs"), markup=False, soft_wrap=True)
+        console.print(table([report["tuned"]], "runs", ind), markup=False, soft_wrap=True)
     failed = failures(store, report)
     if failed:
         console.print(f"\n[bold]tasks without a verified kernel ({len(failed)})[/]")

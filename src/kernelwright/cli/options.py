@@ -12,6 +12,7 @@ that has that meaning (docs/cli.md's table lists them).
     --sandbox LEVEL        the judge: how candidates are confined (auto, strict, off)
     --shrink F             the tasks: problem sizes shrunk to about F of their bytes (smoke runs)
     --search MODE          the agent: independent runs, or an archive shared by a task's runs (evolve)
+    --migrate-every N      the agent, with --search evolve: iterations per epoch (islands migrate after each)
     --executor local|ray   the judge: workers on this host, or one actor per GPU of a Ray cluster
     --address ADDRESS      the judge: the Ray cluster to join (--executor ray; default: a local Ray)
     --gpus I,J             the judge: only these GPUs of this host (--executor local)
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from ..agent.archive import DEFAULT_MIGRATE_EVERY
 
 try:  # recent typer vendors click (typer._click); older ones sit on the click package
     from typer._click.exceptions import UsageError
@@ -85,6 +88,11 @@ SearchOpt = Annotated[str, typer.Option(
     help="independent: the runs do not share anything (GEAK's parallel scaling); evolve: a task's "
          "runs share one archive of judge-verified kernels (islands, migration, inspirations, "
          "crossover; docs/agent.md)")]
+MigrateEveryOpt = Annotated[int, typer.Option(
+    "--migrate-every", min=1, metavar="N",
+    help=f"with --search evolve: iterations per epoch; after every N iterations of its own, each run "
+         f"(island) receives every other run's best kernel so far (default {DEFAULT_MIGRATE_EVERY}; "
+         f"without --search evolve: exit 2)")]
 ExecutorOpt = Annotated[str, typer.Option(
     "--executor", metavar="local|ray",
     help="where the judge's workers run: local (this host's GPUs) or ray (one actor per GPU of a Ray "
@@ -248,6 +256,7 @@ class AgentOptions:
     reflection: bool = True
     tune: bool = False
     search: str = "independent"                   # --search: independent runs, or one archive per task
+    migrate_every: int = DEFAULT_MIGRATE_EVERY    # --migrate-every: evolve's iterations per epoch
     concurrency: int | None = None
     prompts: Path | None = None
     corpus: tuple[Path, ...] = ()
@@ -301,6 +310,13 @@ class AgentOptions:
                  if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")]
         return cls.from_params(ctx.params, given)
 
+    def check_search(self) -> None:
+        """ValueError (a usage error) for --migrate-every without --search evolve: only the evolve
+        search has epochs. A resume checks it against the run's own search (agent_runs)."""
+        if "migrate_every" in self.given and self.search != "evolve" and self.resume is None:
+            raise ValueError(f"--migrate-every is for --search evolve (it sets how many iterations run between "
+                             f"migrations of the shared archive); this run's search is {self.search}")
+
     def run_spec(self, command: str, *, task_refs: tuple[str, ...], model: str,
                  task_names: tuple[str, ...] = (), start_codes: dict[str, str] | None = None, unsupported: dict[str, str] | None = None
                  ) -> RunSpec:
@@ -310,6 +326,7 @@ class AgentOptions:
         from ..agent.bench import settings_for
         from ..agent.budget import Limits
 
+        self.check_search()
         settings = settings_for(
             self.mode, iterations=self.iterations, runs=self.runs,
             seed=self.llm_seed if self.llm_seed is not None else new_seed(),
@@ -320,7 +337,7 @@ class AgentOptions:
         if self.fix_start:
             settings = replace(settings, fix_start=True)
         if self.search != "independent":
-            settings = replace(settings, search=self.search)
+            settings = replace(settings, search=self.search, migrate_every=self.migrate_every)
         return RunSpec(
             command, tuple(task_refs), model, settings,
             run_limits=Limits(self.max_cost, self.max_tokens, self.time_limit),

@@ -83,6 +83,9 @@ def run_info(spec: Any, metrics: dict[str, Any], by_task: dict[str, list[Any]], 
     info = [("command", spec.command), ("suite", spec.suite or "(the given tasks)"), ("mode", spec.mode),
             ("model", spec.model), ("tasks x runs x iterations", f"{metrics['tasks']} x {s.runs} x {s.iterations}"),
             ("ablations", ", ".join(ablations) or "none (the full agent)"),
+            ("search", "independent runs (pass@k: the unbiased estimator)" if s.search != "evolve" else
+                       f"evolve: the runs share one archive, migrating every {s.migrate_every} iterations "
+                       "(pass@k is best-of-k: the runs are not independent)"),
             ("GPU", device or f"device {spec.device}" + (" (nothing timed: " + metrics["untimed_why"] + ")"
                                                           if metrics.get("untimed_why") else "")),
             ("judge options", judge_opts),
@@ -107,7 +110,7 @@ def _task_views(store: Any, spec: Any, names: list[str], by_task: dict[str, list
     views = []
     for name in names:
         attempts = by_task.get(name, [])
-        result = task_result(store, name, spec.settings.runs, attempts, ended)
+        result = task_result(store, name, spec.settings.runs, attempts, ended, spec.settings.search)
         row = dict(asdict(result), improved=result.improved)
         best = fastest_verified(attempts)
         view = TaskView(name, "passed" if best else "failed", best=result.best, result=row,

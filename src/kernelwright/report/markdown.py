@@ -65,12 +65,13 @@ def render_markdown(run: RunData, others: list[RunData] | None = None) -> str:
         out += ["**In progress**: the numbers are those of the attempts stored so far.", ""]
     out += [f"- {k}: {v}" for k, v in run.info] + ["", "## Metrics", "", _metric_table(run), ""]
     m = run.metrics or {}
+    ind = m.get("independent_runs", True)  # --search evolve: best-of-k, not pass@k
     if m.get("per_iteration"):
-        out += ["## Sequential scaling (all runs)", "", table(m["per_iteration"], "iterations"), ""]
+        out += ["## Sequential scaling (all runs)", "", table(m["per_iteration"], "iterations", ind), ""]
     if m.get("per_runs"):
-        out += ["## Parallel scaling (all iterations)", "", table(m["per_runs"], "runs"), ""]
+        out += ["## Parallel scaling (all iterations)", "", table(m["per_runs"], "runs", ind), ""]
     if m.get("tuned"):
-        out += ["## After the tuning pass", "", table([m["tuned"]], "runs"), ""]
+        out += ["## After the tuning pass", "", table([m["tuned"]], "runs", ind), ""]
     solved = sum(t.solved for t in run.tasks)
     out += [f"## Tasks ({solved} of {len(run.tasks)} solved)", "", *_tasks(run), ""]
     if others:

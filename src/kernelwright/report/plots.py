@@ -123,7 +123,8 @@ def sequential(run: RunData) -> Plot:
     points = m.get("per_iteration") or []
     xs = [p["iterations"] for p in points]
     fig, (left, right) = _figure(2, 9.6)
-    _accuracy_panel(left, xs, points, [("pass@1", "pass@1", PALETTE["pass"])], "iterations")
+    one = "pass@1" if m.get("independent_runs", True) else "best-of-1"  # (--search evolve)
+    _accuracy_panel(left, xs, points, [("pass@1", one, PALETTE["pass"])], "iterations")
     _speed_panel(right, xs, points, m.get("untimed_why") or "", "iterations")
     return Plot("sequential", "Sequential scaling: accuracy and speedup against iterations",
                 f"All {m.get('runs')} runs, each cut to its first t LLM attempts (metrics.json per_iteration).",
@@ -138,14 +139,18 @@ def parallel(run: RunData) -> Plot:
     last = points[-1]["metrics"] if points else {}
     ks = [k for k in xs if _value(last, f"pass@{k}") is not None]
     _accuracy_panel(left, xs, points, [], "runs (best of N)")
+    ind = m.get("independent_runs", True)  # --search evolve: the runs share an archive
+    name = "pass@k" if ind else "best-of-k"
     if ks:
         left.plot(ks, [_value(last, f"pass@{k}") for k in ks], marker="s", color=PALETTE["pass"],
-                  label=f"pass@k (k runs of {xs[-1]})")
+                  label=f"{name} (k runs of {xs[-1]})")
         left.legend(fontsize=8)
     _speed_panel(right, xs, points, m.get("untimed_why") or "", "runs (best of N)")
-    return Plot("parallel", "Parallel scaling: pass@k and best-of-N speedup against the number of runs",
+    return Plot("parallel", f"Parallel scaling: {name} and best-of-N speedup against the number of runs",
                 "Every iteration; a task counts as solved (and its speedup is its best) over the first N runs "
-                "(metrics.json per_runs).", to_svg(fig, "parallel"))
+                "(metrics.json per_runs)." + ("" if ind else " The runs shared one archive (--search evolve): "
+                                               "they are not independent, so the curve is best-of-k, not pass@k."),
+                to_svg(fig, "parallel"))
 
 
 def speedup_distribution(run: RunData) -> Plot:
