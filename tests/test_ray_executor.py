@@ -255,6 +255,16 @@ def test_generate_runs_across_the_cluster_write_the_local_run(cluster, tmp_path,
     assert list(contents["ray"]["best"]) == ["vector_add.py"]
     assert [r["runs"] for r in outputs["ray"]["results"]] == [r["runs"] for r in outputs["local"]["results"]] == [2]
     assert len(judged_on_ray) == 4  # the ray run's candidates went through the actors, the local one's did not
+    # the run started locally, resumed on the cluster (the executor is the machine's, not the run's)
+    with ScriptedServer(script) as server:
+        proc = kernelwright_here("generate", "--resume", str(tmp_path / "local"), "--runs", "3", "--base-url",
+                                 server.openai_base_url, "--no-cache", "--executor", "ray", "--address",
+                                 cluster.address, "--json")
+    assert proc.returncode == 0, proc.stderr
+    resumed = run_dir_contents(tmp_path / "local")["attempts"]
+    assert resumed == contents["local"]["attempts"] + [("vector_add", 2, "generate", "runtime_error"),
+                                                       ("vector_add", 2, "fix", "passed")]
+    assert len(judged_on_ray) == 6
 
 
 @pytest.mark.slow
