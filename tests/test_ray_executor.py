@@ -1,7 +1,7 @@
 """`--executor ray` (issue 33) on a local two-node Ray cluster (`ray.cluster_utils.Cluster`, CPU,
 Triton's interpreter; each node's GPU simulated as the custom resource `kw_gpu`): the same
-verdicts as the local executor, and a judging actor killed mid-candidate loses no result and
-doubles none. Skipped where Ray is not installed (it is the optional extra `kernelwright[ray]`)."""
+verdicts (judge-suite) and run directories (bench, generate, optimize) as the local executor, and
+a judging actor killed mid-candidate loses no result and doubles none. Skipped where Ray is not installed (it is the optional extra `kernelwright[ray]`)."""
 
 from __future__ import annotations
 
