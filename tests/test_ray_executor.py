@@ -1,7 +1,7 @@
 """`--executor ray` (issue 33) on a local two-node Ray cluster (`ray.cluster_utils.Cluster`, CPU,
 Triton's interpreter; each node's GPU simulated as the custom resource `kw_gpu`): the same
-verdicts as the local executor, and a judging actor killed mid-candidate loses no result and
-doubles none. Skipped where Ray is not installed (it is the optional extra `kernelwright[ray]`)."""
+verdicts (judge-suite) and run directories (bench, generate, optimize) as the local executor, and
+a judging actor killed mid-candidate loses no result and doubles none. Skipped where Ray is not installed (it is the optional extra `kernelwright[ray]`)."""
 
 from __future__ import annotations
 
@@ -206,3 +206,84 @@ def test_closing_mid_candidate_records_nothing_for_what_was_not_judged(cluster):
             assert future.result(timeout=60).correct
         except PoolClosed:
             pass
+
+
+def run_dir_contents(run: Path) -> dict:
+    """What a generate/optimize run wrote that does not depend on timing: each attempt's task-run,
+    mode and verdict (in the order of each task-run), and the best kernels."""
+    import sqlite3
+
+    with sqlite3.connect(run / "run.sqlite") as conn:
+        attempts = sorted(conn.execute("SELECT task, run, idx, mode, kind FROM attempts").fetchall(),
+                          key=lambda a: (a[0], a[1], a[2]))
+    best = {p.name: p.read_text() for p in sorted((run / "best").iterdir())}
+    return {"attempts": [(t, r, mode, kind) for t, r, _, mode, kind in attempts], "best": best}
+
+
+@pytest.mark.slow
+def test_generate_runs_across_the_cluster_write_the_local_run(cluster, tmp_path, kernelwright_here, monkeypatch):
+    """`generate --runs 2`, both runs in flight (no --concurrency): on the cluster's actors, the
+    same attempts, verdicts and best kernel as with the local executor. The script answers by
+    prompt, so the runs' order does not matter: each run's first kernel fails, its fix passes."""
+    from kernelwright.scale import raypool
+    from kernelwright.llm.testing import ScriptedServer
+
+    judged_on_ray = []
+    original = raypool.RayWorkerHandle.judge
+    monkeypatch.setattr(raypool.RayWorkerHandle, "judge",
+                        lambda self, *a: judged_on_ray.append(self.index) or original(self, *a))
+
+    from .agent.agent_support import FIX_MARK, REFLECT_MARK
+    from .agent.test_bench import ans, broken, good
+
+    script = {"rules": [{"match": REFLECT_MARK, "content": "the entry point calls an undefined helper"},
+                        {"match": FIX_MARK, **ans(good("vector_add"))}],
+              "default": ans(broken("vector_add", "vector_add"))}
+    contents, outputs = {}, {}
+    for executor in ("local", "ray"):
+        extra = ["--executor", "ray", "--address", cluster.address] if executor == "ray" else []
+        with ScriptedServer(script) as server:
+            proc = kernelwright_here("generate", "--task", "vector_add", "--model", "openai-compatible/scripted",
+                                     "--base-url", server.openai_base_url, "--no-cache", "--device", "cpu",
+                                     "--judge-seeds", "1", "--llm-seed", "5", "--runs", "2", "--iterations", "3",
+                                     "--out", str(tmp_path / executor), "--json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        contents[executor], outputs[executor] = run_dir_contents(tmp_path / executor), json.loads(proc.stdout)
+    assert contents["local"]["attempts"] == [("vector_add", r, mode, kind) for r in (0, 1)
+                                             for mode, kind in (("generate", "runtime_error"), ("fix", "passed"))]
+    assert contents["ray"] == contents["local"]
+    assert list(contents["ray"]["best"]) == ["vector_add.py"]
+    assert [r["runs"] for r in outputs["ray"]["results"]] == [r["runs"] for r in outputs["local"]["results"]] == [2]
+    assert len(judged_on_ray) == 4  # the ray run's candidates went through the actors, the local one's did not
+    # the run started locally, resumed on the cluster (the executor is the machine's, not the run's)
+    with ScriptedServer(script) as server:
+        proc = kernelwright_here("generate", "--resume", str(tmp_path / "local"), "--runs", "3", "--base-url",
+                                 server.openai_base_url, "--no-cache", "--executor", "ray", "--address",
+                                 cluster.address, "--json")
+    assert proc.returncode == 0, proc.stderr
+    resumed = run_dir_contents(tmp_path / "local")["attempts"]
+    assert resumed == contents["local"]["attempts"] + [("vector_add", 2, "generate", "runtime_error"),
+                                                       ("vector_add", 2, "fix", "passed")]
+    assert len(judged_on_ray) == 6
+
+
+@pytest.mark.slow
+def test_optimize_on_the_cluster_starts_from_the_users_kernel(cluster, tmp_path, kernelwright_here):
+    """optimize --executor ray: the user's kernel, then the optimizer's, judged and timed on the
+    cluster (the interpreter: --perf --force), as test_agent_cli has it with the local executor."""
+    from kernelwright.llm.testing import ScriptedServer
+
+    from .agent.agent_support import GOOD, TINY_ADD, answer, kernel
+
+    mine = tmp_path / "mine.py"
+    mine.write_text(GOOD)
+    with ScriptedServer({"default": answer(kernel(8192), "Larger blocks.")}) as server:
+        proc = kernelwright_here("optimize", str(mine), "--task", str(TINY_ADD), "--iterations", "1", "--perf",
+                                 "--force", "--model", "openai-compatible/scripted", "--base-url",
+                                 server.openai_base_url, "--no-cache", "--device", "cpu", "--judge-seeds", "1",
+                                 "--executor", "ray", "--address", cluster.address, "--out", str(tmp_path / "run"),
+                                 "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    attempts = run_dir_contents(tmp_path / "run")["attempts"]
+    assert [(mode, kind) for _, _, mode, kind in attempts] == [("given", "passed"), ("optimize", "passed")]
+    assert json.loads(proc.stdout)["results"][0]["given_speedup"] is not None  # timed on the cluster

@@ -467,3 +467,70 @@ def test_judge_suite_refuses_bad_gpus(runner, tmp_path, args, says):
     result = runner.invoke(app, ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu",
                                  *args, "--out", str(tmp_path / "r.jsonl")])
     assert result.exit_code == 2 and says in flat(result.output)
+
+
+# -- generate and optimize on an executor (issue 33) ----------------------------------------------
+
+AGENT_STARTS = {"generate": ["generate", "--task", "vector_add"],
+                "optimize": ["optimize", str(GOOD), "--task", "vector_add", "--perf", "--force"]}
+
+
+@pytest.mark.parametrize("command", sorted(AGENT_STARTS))
+@pytest.mark.parametrize("args, says", [(["--executor", "slurm"], "unknown executor 'slurm'"),
+                                        (["--address", "auto"], "--address is for --executor ray"),
+                                        (["--gpus", "0", "--executor", "ray"], "--gpus is for --executor local"),
+                                        (["--gpus", "a"], "a comma list of GPU indices")])
+def test_agent_commands_refuse_a_bad_executor(runner, captured, tmp_path, command, args, says):
+    result = runner.invoke(app, [*AGENT_STARTS[command], *OFFLINE, *args, "--out", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 2 and says in flat(result.output), result.output
+    assert json.loads(result.stdout)["exit_code"] == 2
+    assert not (tmp_path / "run").exists() and "agent" not in captured  # nothing started, nothing written
+
+
+@pytest.fixture
+def fake_cluster(monkeypatch):
+    """A Ray cluster of three judging actors on the CPU, as the agent commands see it (no Ray is
+    started): what they connect to is recorded."""
+    from kernelwright.scale import raypool
+
+    joined = []
+    monkeypatch.setattr(raypool, "connect", lambda address: joined.append(address))
+    monkeypatch.setattr(raypool, "cluster_slots", lambda: 3)
+    monkeypatch.setattr(raypool, "cluster_backend", lambda address=None, slots=None: joined.append(address) or "cpu")
+    return joined
+
+
+@pytest.mark.parametrize("command", sorted(AGENT_STARTS))
+def test_agent_commands_on_ray_keep_4_task_runs_per_actor_in_flight(runner, captured, fake_cluster, tmp_path,
+                                                                    command):
+    """As bench: the cluster's judging actors set the task-runs in flight (4 each), so --runs
+    spread over its GPUs; --concurrency still decides when given. Locally: every run."""
+    base = [*AGENT_STARTS[command], *OFFLINE, "--runs", "20"]
+    result = runner.invoke(app, [*base, "--executor", "ray", "--address", "head:6379", "--out", str(tmp_path / "a")])
+    stopped(result)
+    assert captured["agent"]["concurrency"] == 12 and captured["agent"]["opts"].executor == "ray"
+    assert set(fake_cluster) == {"head:6379"}
+    result = runner.invoke(app, [*base, "--executor", "ray", "--concurrency", "5", "--out", str(tmp_path / "b")])
+    stopped(result)
+    assert captured["agent"]["concurrency"] == 5
+    result = runner.invoke(app, [*base, "--out", str(tmp_path / "c")])
+    stopped(result)
+    assert captured["agent"]["concurrency"] is None  # (run_session: every task-run)
+
+
+def test_bench_on_ray_keeps_4_task_runs_per_actor_in_flight(runner, captured, fake_cluster, tmp_path):
+    result = runner.invoke(app, ["bench", "--suite", "builtin", *OFFLINE, "--tasks", "vector_add", "--executor", "ray",
+                                 "--out", str(tmp_path / "run")])
+    stopped(result)
+    assert captured["agent"]["concurrency"] == 12
+
+
+def test_a_run_started_locally_resumes_on_ray(runner, captured, fake_cluster, tmp_path):
+    """The executor is the machine's, not the run's: a resume takes --executor, --address and
+    --gpus whatever the run was started with."""
+    run = tmp_path / "run"
+    stopped(runner.invoke(app, [*AGENT_STARTS["generate"], *OFFLINE, "--gpus", "0", "--out", str(run)]))
+    result = runner.invoke(app, ["generate", "--resume", str(run), "--offline", "--executor", "ray",
+                                 "--address", "head:6379"])
+    stopped(result)
+    assert captured["agent"]["opts"].executor == "ray" and captured["agent"]["concurrency"] == 12

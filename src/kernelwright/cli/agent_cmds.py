@@ -30,13 +30,16 @@ from rich.markup import escape
 
 from ..agent.memory import Mode
 from . import app
-from .agent_runs import DeferredPing, ModelDoesNotAnswer, chosen_model, interpreter_timing, llm_flags
+from .agent_runs import DeferredPing, ModelDoesNotAnswer, chosen_model, interpreter_timing, llm_flags, task_runs_in_flight
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
+    AddressOpt,
     AgentOptions,
     Command,
     ConcurrencyOpt,
+    ExecutorOpt,
+    GpusOpt,
     JudgeBaseSeedOpt,
     JudgeSeedsOpt,
     LLMConcurrencyOpt,
@@ -122,11 +125,15 @@ def generate_command(
     judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
-    shrink: ShrinkOpt = AGENT.shrink,
+    shrink: ShrinkOpt = AGENT.shrink, executor: ExecutorOpt = AGENT.executor, address: AddressOpt = AGENT.address,
+    gpus: GpusOpt = AGENT.gpus,
     out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Write a Triton kernel with the agent: from your instruction and PyTorch reference, or for
     an existing task (--task). Writes the best verified kernel and a run directory.
+
+    --executor ray judges the candidates of the --runs on a Ray cluster's GPUs; the agent's
+    loops and the run directory stay on this host (docs/scaling.md).
 
     Exit status: 0 a verified kernel was found, 1 none, 2 usage error (or the model does not
     answer: nothing started), 3 the judge could not decide (a broken reference, a problem too
@@ -158,7 +165,8 @@ def optimize_command(
     judge_base_seed: JudgeBaseSeedOpt = AGENT.judge_base_seed, perf: PerfOpt = AGENT.perf, force: ForceOpt = AGENT.force,
     timeout_scale: TimeoutScaleOpt = AGENT.timeout_scale, workers_per_device: WorkersPerDeviceOpt = AGENT.workers_per_device,
     sandbox: SandboxOpt = AGENT.sandbox, profile: ProfileOpt = AGENT.profile, no_profile: NoProfileOpt = AGENT.no_profile,
-    shrink: ShrinkOpt = AGENT.shrink,
+    shrink: ShrinkOpt = AGENT.shrink, executor: ExecutorOpt = AGENT.executor, address: AddressOpt = AGENT.address,
+    gpus: GpusOpt = AGENT.gpus,
     out: OutOpt = AGENT.out, resume: ResumeOpt = AGENT.resume, as_json: JsonOpt = AGENT.as_json,
 ) -> None:
     """Make your working Triton kernel faster: the agent starts from it and returns a faster
@@ -166,7 +174,9 @@ def optimize_command(
 
     Your kernel is judged first: if it fails, the run stops with its verdict (exit 2) before any
     LLM call, unless --fix-start asks the agent to fix it. Optimizing needs timing: under the CPU
-    interpreter pass --perf --force (slow; the estimate is printed).
+    interpreter pass --perf --force (slow; the estimate is printed). --executor ray judges the
+    candidates of the --runs on a Ray cluster's GPUs; the agent's loops and the run directory stay
+    on this host (docs/scaling.md).
 
     Exit status: 0 a faster verified kernel was found, 1 none, 2 usage error (also: your kernel
     fails, without --fix-start), 3 the judge could not decide (your kernel's task reference
@@ -178,17 +188,20 @@ def optimize_command(
 def _agent_command(command: str, opts: AgentOptions) -> None:
     from ..agent.app import open_run
     from ..agent.prompts import PromptError
+    from ..judge import DeviceUnavailable
+    from ..scale.executor import check_executor
     from ..store import StoreError
 
     ping = None
     try:
         opts.check_search()  # a usage error before anything is loaded or asked
+        check_executor(opts.executor, opts.address, opts.gpus)
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command=command)
             spec = _resumed(store, spec, opts)
         else:
             store, spec, ping = _new_run(command, opts)
-    except (StoreError, PromptError, ValueError) as exc:
+    except (StoreError, PromptError, DeviceUnavailable, ValueError) as exc:
         raise _error(str(exc), opts.as_json) from None
     _execute(store, spec, opts, ping)
 
@@ -213,8 +226,11 @@ def _new_run(command: str, opts: AgentOptions):
     from ..agent.prompts import PromptLibrary
     from .agent_runs import preflight_model
 
+    from ..scale.executor import judge_backend
+
     model = chosen_model(opts)  # before anything is written
-    task_ref, start_code, out, fresh = _task_and_start(command, opts)
+    backend = judge_backend(opts.executor, opts.address, opts.device)  # this host's, or the Ray cluster's
+    task_ref, start_code, out, fresh = _task_and_start(command, opts, backend)
     try:
         if opts.prompts is not None:
             PromptLibrary(opts.prompts)  # fail now on a bad folder, not at the first prompt
@@ -230,10 +246,10 @@ def _new_run(command: str, opts: AgentOptions):
         raise
 
 
-def _task_and_start(command: str, opts: AgentOptions):
+def _task_and_start(command: str, opts: AgentOptions, backend: str):
     """The task (loaded, with a reloadable ref), the user's starting kernel (optimize), the run
     directory, and whether that did not exist before this command (its to remove if the run
-    cannot start)."""
+    cannot start). `backend`: where candidates are judged (cpu, cuda, hip)."""
     from ..agent.usertask import UserTaskError, build_user_task
     from ..tasks.shrink import shrink_task
     from .judge_cmds import load_task_or_exit
@@ -245,9 +261,7 @@ def _task_and_start(command: str, opts: AgentOptions):
         from .usage import read_candidate
 
         start_code = read_candidate(kernel)  # a directory, a binary file: named, as eval names them
-        from ..judge import detect_backend
-
-        if opts.perf is False or (detect_backend(opts.device)[0] == "cpu" and not opts.perf):
+        if opts.perf is False or (backend == "cpu" and not opts.perf):
             raise ValueError("optimize needs timing, and " + ("--no-perf times nothing" if opts.perf is False else
                              "the CPU interpreter times nothing by default") + ": run it on a GPU, or pass --perf "
                              "--force to time under the interpreter (slow; interpreter times say nothing about "
@@ -282,8 +296,17 @@ def _task_and_start(command: str, opts: AgentOptions):
 
 
 def _execute(store, spec, opts: AgentOptions, ping: DeferredPing | None = None) -> None:
+    from ..judge import DeviceUnavailable
+
+    concurrency = opts.concurrency  # locally: every run in flight, unless --concurrency
+    if opts.executor == "ray":  # on Ray, as bench: 4 per judging actor of the cluster
+        try:
+            concurrency = task_runs_in_flight(spec, opts)
+        except DeviceUnavailable as exc:
+            store.close()
+            raise _error(str(exc), opts.as_json) from None
     try:
-        run = run_agent(store, spec, opts, concurrency=opts.concurrency, in_flight=opts.concurrency,
+        run = run_agent(store, spec, opts, concurrency=concurrency, in_flight=opts.concurrency,
                         before_calls=ping)
     except ModelDoesNotAnswer as exc:  # optimize's ping, once its kernel was judged
         store.close()

@@ -117,6 +117,32 @@ def chosen_model(opts: AgentOptions) -> str:
     return model.id
 
 
+# -- task-runs in flight -----------------------------------------------------------------------
+RUNS_PER_WORKER = 4  # task-runs in flight per judge worker (bench; any agent command on Ray)
+
+
+def task_runs_in_flight(spec: RunSpec, opts: AgentOptions) -> int:
+    """Task-runs in flight (--concurrency, else 4 per judge worker), so the workers have candidates
+    while other task-runs wait for the model (a model answering in 4x a verdict's time keeps them
+    busy); the provider's own bound (--llm-concurrency) still caps the requests in flight. With
+    --executor ray the workers are the cluster's judging actors, one per GPU (bench; generate and
+    optimize on Ray: their --runs spread over the cluster's GPUs)."""
+    if opts.concurrency:
+        return opts.concurrency
+    from ..judge import detect_backend
+    from ..judge.coordinator.backend import default_workers_per_device
+
+    if opts.executor == "ray":  # one judging actor per GPU of the cluster
+        from ..scale.raypool import cluster_slots, connect
+
+        connect(opts.address)
+        return max(1, RUNS_PER_WORKER * cluster_slots())
+    backend, count = detect_backend(spec.device)
+    count = len(opts.gpus.split(",")) if opts.gpus and backend != "cpu" else count
+    workers = count if backend == "cpu" else count * (opts.workers_per_device or default_workers_per_device(count))
+    return max(1, RUNS_PER_WORKER * workers)
+
+
 # -- the model's preflight ---------------------------------------------------------------------
 class ModelDoesNotAnswer(ValueError):
     """The preflight's ping failed: the run does not start (exit status 2)."""

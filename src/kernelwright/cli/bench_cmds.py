@@ -46,7 +46,7 @@ from .agent_cmds import (
     outage_message,
     run_agent,
 )
-from .agent_runs import chosen_model, interpreter_timing, preflight_model
+from .agent_runs import chosen_model, interpreter_timing, preflight_model, task_runs_in_flight
 from .llm_cmds import BaseUrlOpt, ConfigOpt, ModelOpt, NoCacheOpt, OfflineOpt
 from .options import (
     AGENT,
@@ -150,8 +150,7 @@ def bench_command(
         raise _error(str(exc), opts.as_json) from None
     started = time.monotonic()
     try:
-        concurrency = _concurrency(spec, opts.concurrency, opts.workers_per_device, opts.executor, opts.address,
-                                   opts.gpus)
+        concurrency = task_runs_in_flight(spec, opts)
     except DeviceUnavailable as exc:
         store.close()
         raise _error(str(exc), opts.as_json) from None
@@ -168,27 +167,6 @@ def bench_command(
                                    highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_MODEL_UNAVAILABLE)
     raise typer.Exit(0)
-
-
-def _concurrency(spec, asked: int | None, workers_per_device: int | None = None, executor: str = "local",
-                 address: str | None = None, gpus: str | None = None) -> int:
-    """Task-runs in flight: 4 per judge worker by default, so the workers have candidates while
-    other task-runs wait for the model (a model answering in 4x a verdict's time keeps them busy);
-    the provider's own bound (--llm-concurrency) still caps the requests in flight."""
-    if asked:
-        return asked
-    from ..judge import detect_backend
-    from ..judge.coordinator.backend import default_workers_per_device
-
-    if executor == "ray":  # one judging actor per GPU of the cluster
-        from ..scale.raypool import connect, cluster_slots
-
-        connect(address)
-        return max(1, 4 * cluster_slots())
-    backend, count = detect_backend(spec.device)
-    count = len(gpus.split(",")) if gpus and backend != "cpu" else count
-    workers = count if backend == "cpu" else count * (workers_per_device or default_workers_per_device(count))
-    return max(1, 4 * workers)
 
 
 def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> None:

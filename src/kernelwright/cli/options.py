@@ -59,7 +59,8 @@ LLMSeedOpt = Annotated[int | None, typer.Option(
     "--llm-seed", metavar="S", help="the LLM's base sampling seed: run r samples with S + r (default random)")]
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     "--concurrency", min=1, metavar="N",
-    help="the agent's task-runs in flight (default: every run; bench: 4 per judge worker)")]
+    help="the agent's task-runs in flight (default: every run; bench, and --executor ray: 4 per "
+         "judge worker)")]
 LLMConcurrencyOpt = Annotated[int | None, typer.Option(
     "--llm-concurrency", min=1, metavar="N",
     help="LLM requests in flight per provider (default: llm.max_concurrency, 4)")]
@@ -279,7 +280,7 @@ class AgentOptions:
     profile: str = "basic"                        # --profile (off, basic, full)
     shrink: float | None = None                   # --shrink F (None: the problems' own sizes)
     no_profile: bool = False                      # --no-profile: --profile off (the ablation switch)
-    executor: str = "local"                       # --executor: local workers, or Ray actors (bench)
+    executor: str = "local"                       # --executor: local workers, or Ray actors
     address: str | None = None                    # --address: the Ray cluster (None: a local Ray)
     gpus: str | None = None                       # --gpus 0,2: these GPUs of this host (local executor)
     # the run
