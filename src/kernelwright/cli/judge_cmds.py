@@ -301,6 +301,12 @@ def eval_command(
 # What one perf case costs each side when a call is slower than a timing block (always, under the
 # interpreter at perf sizes): the perf-size check, a warm-up call, and two calls per block.
 INTERPRETED_CALL_S = (1.0, 30.0)  # an interpreted kernel at perf sizes: softmax 8192x8192 took 25 s
+# The range is the same for every task on purpose: what a task file tells cheaply (its perf cases'
+# bytes, from task.cost) does not predict an interpreted call. The interpreter's time goes with
+# the candidate's grid and inner-loop trips (its own block sizes), not with bytes: on a 2-core
+# CPU one call of the Triton reference took 2 s for vector_add 16777216 float32 (192 MiB), 5.6 s
+# for softmax 4096x4096 float32 (128 MiB) and 373 s for matmul 2048^3 float32 (48 MiB, the
+# fewest bytes of the three). Scaling by bytes would call matmul the cheapest.
 
 
 def interpreter_perf_cost(task, blocks: int, max_cases: int | None = None) -> tuple[int, float, float]:
