@@ -26,6 +26,9 @@ def test_every_file_is_a_task_or_has_a_reason(suite, count, files):
     assert all(reason for _, reason in problems)
     names = {t.name for t in tasks}
     assert len(names) == len(tasks)
+    # --tasks is checked against the file names before the suite loads: every task is among them
+    from kernelwright.suites.runner import suite_task_names
+    assert names <= set(suite_task_names(suite, GEAK_EVAL)) and len(suite_task_names(suite, GEAK_EVAL)) == count
     for task in tasks:
         assert task.instruction and task.visible_cases
         assert task.reference_impl is not None and task.reference_impl.is_file()

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from kernelwright.suites.kernelbench import load_suite, task_name
-from kernelwright.suites.runner import REFERENCE, ResultStore, candidate_for, plan
+from kernelwright.suites.runner import REFERENCE, ResultStore, candidate_for, plan, suite_task_names
 from kernelwright.tasks import load_task_ref
 
 from .conftest import QUICK_PERF, judge_on_cpu
@@ -98,6 +98,7 @@ def test_loads_names_instruction_cases_and_reports_bad_files(checkout):
     assert task_name("level3/5_Net-v2.py") == "L3_5_Net_v2"
     tasks, problems = load_suite(checkout / "KernelBench" / "level2")  # any folder inside works
     assert [t.name for t in tasks] == ["L2_7_Linear_ScaledReLU"]
+    assert suite_task_names("kernelbench", checkout) == ["L2_7_Linear_ScaledReLU", "L2_8_Broken"]  # files, unread
     assert problems == [("level2/8_Broken.py", "SuiteError: 8_Broken.py does not define get_inputs, get_init_inputs")]
     task = tasks[0]
     assert "Write `ModelNew`" in task.instruction and "Triton kernels" in task.instruction
@@ -169,6 +170,8 @@ def test_problem_files_are_chosen_like_kernelbench(tmp_path):
     (level / "rotary_reference.py").write_text(REFERENCE_FILE)
     tasks, problems = load_suite(tmp_path)
     assert [t.name for t in tasks] == ["L3_7_Linear_ScaledReLU", "L3_9_Only_OLD"]
+    # the names --tasks is checked with before anything loads: the same problem files
+    assert suite_task_names("kernelbench", tmp_path) == ["L3_7_Linear_ScaledReLU", "L3_9_Only_OLD"]
     assert dict(problems) == {
         "level3/7_Linear_ScaledReLU_OLD.py": "superseded by the fixed problem 7 in level3",
         "level3/rotary_reference.py": "not a problem file: its name does not start with the problem number",

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from kernelwright.suites.runner import REFERENCE, ResultStore, plan
+from kernelwright.suites.runner import suite_task_names
 from kernelwright.suites.tritonbench_t import DATA_DIR, INSTRUCTION_JSONS, STATS_JSON, load_suite
 from kernelwright.tasks import load_task_ref
 
@@ -96,6 +97,7 @@ def checkout(tmp_path_factory):
 def test_loads_like_tritonbench(checkout):
     tasks, problems = load_suite(checkout / DATA_DIR)  # any folder inside the checkout works
     assert [t.name for t in tasks] == ["shifted_tanh"]
+    assert suite_task_names("tritonbench-t", checkout) == ["no_test", "shifted_tanh"]  # file names, unread
     assert problems == [("no_test.py", "SuiteError: no_test.py: no 146-# separator between the operator and its test")]
     task = tasks[0]
     assert task.instruction.startswith("You are an expert in Triton programming.")

@@ -534,3 +534,25 @@ def test_a_run_started_locally_resumes_on_ray(runner, captured, fake_cluster, tm
                                  "--address", "head:6379"])
     stopped(result)
     assert captured["agent"]["opts"].executor == "ray" and captured["agent"]["concurrency"] == 12
+
+
+@pytest.mark.parametrize("command", [
+    ["judge-suite", "--suite", "builtin", "--candidates", "reference", "--device", "cpu"],
+    ["bench", "--suite", "builtin", *OFFLINE],
+    ["tasks"],
+])
+def test_a_mistyped_task_is_refused_before_any_task_loads(runner, captured, tmp_path, monkeypatch, command):
+    """The suite's file names are enough to refuse a --tasks typo: nothing is loaded first (a
+    checkout suite takes 5-30 s to load), and the error still suggests the close names."""
+    def no_loading(*args, **kwargs):
+        raise AssertionError("a task was loaded before --tasks was checked")
+
+    for target in ("kernelwright.tasks.load_task_file", "kernelwright.tasks.registry.load_task_file",
+                   "kernelwright.suites.runner.load_suite_tasks", "kernelwright.suites.runner.list_builtin_tasks"):
+        monkeypatch.setattr(target, no_loading)
+    monkeypatch.setattr("kernelwright.judge.JudgePool", no_loading)  # nor a judge pool started
+    out = [] if command[0] == "tasks" else ["--out", str(tmp_path / "out")]
+    result = runner.invoke(app, [*command, "--tasks", "sofmax", *out])
+    assert result.exit_code == 2, result.output
+    assert "unknown task(s) in --tasks: 'sofmax' (did you mean softmax" in flat(result.stderr)
+    assert "agent" not in captured and not (tmp_path / "out").exists()

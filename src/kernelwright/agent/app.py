@@ -75,9 +75,16 @@ def new_seed() -> int:
     return secrets.randbelow(2**31 - 1)
 
 
+def wrong_command_message(out: Path | str, started_by: str, asked: str) -> str:
+    """Why `kernelwright ASKED --resume OUT` is refused: OUT is a run of another command (a
+    generate run is resumed by generate, an optimize run by optimize, a bench run by bench)."""
+    return (f"{out}: this run was started by `kernelwright {started_by}`, not `kernelwright {asked}`; "
+            f"resume it with `kernelwright {started_by} --resume {out}`")
+
+
 def open_run(out: Path, spec: RunSpec | None, resume: bool, command: str | None = None) -> tuple[RunStore, RunSpec]:
     """The store and the spec: a new run writes its spec; a resumed one reads it back (and must
-    be a run of `command`, when given: a bench run is resumed by bench)."""
+    be a run of `command`, when given: each agent command resumes only its own runs)."""
     if resume:
         if not (Path(out).expanduser() / "run.sqlite").is_file() and not Path(out).expanduser().is_dir():
             raise StoreError(f"{out}: no such directory; pass the --out directory of an earlier run")
@@ -86,10 +93,9 @@ def open_run(out: Path, spec: RunSpec | None, resume: bool, command: str | None 
         if stored is None:
             raise StoreError(f"{out} holds no run spec: it was not written by generate/optimize/bench")
         spec = RunSpec.from_dict(stored)
-        if command is not None and (spec.command == "bench") != (command == "bench"):
+        if command is not None and spec.command != command:
             store.close()
-            raise StoreError(f"{out} is a run of `kernelwright {spec.command}`: resume it with "
-                             f"kernelwright {spec.command} --resume {out}")
+            raise StoreError(wrong_command_message(out, spec.command, command))
         return store, spec
     if spec is None:
         raise ValueError("a new run needs a spec")

@@ -57,9 +57,13 @@ def unsupported_here(task: Any, backend: str) -> str | None:
 
 
 def load_tasks(suite: str, path: Path | None, names: Sequence[str] | None) -> list[Any]:
-    from ..suites.runner import load_suite_tasks
+    """The suite's tasks, or the named ones; a name the suite has not is refused before any task
+    loads (check_task_names), where the suite's file names tell."""
+    from ..suites.runner import check_suite_source, check_task_names, load_suite_tasks
     from ..tasks import builtin_task_paths, load_task_file
 
+    check_suite_source(suite, path)
+    check_task_names(suite, path, names)
     if suite == "builtin":
         tasks = [load_task_file(p) for p in builtin_task_paths().values()]
         for t in tasks:

@@ -59,11 +59,16 @@ def close_matches(name: str, names) -> str:
 
 def load_task_or_exit(name_or_path: str, suite: str = "builtin", path: Optional[Path] = None):
     """A built-in task or task file; with another suite, a task of the checkout at `path`."""
-    from ..suites.runner import SuiteUsageError, load_suite_tasks
+    from ..suites.runner import SuiteUsageError, check_suite_source, load_suite_tasks, suite_task_names
     from ..tasks import TaskFileError, TaskNotFound, resolve_task
 
     if suite != "builtin":
         try:
+            check_suite_source(suite, path)
+            known = suite_task_names(suite, path)  # a mistyped name: answered before the suite loads
+            if known is not None and name_or_path not in known:
+                raise usage_error(f"no task {name_or_path!r} in {suite}{close_matches(name_or_path, known)} "
+                                  f"({len(known)} tasks; `kernelwright tasks --suite {suite} --path ...` lists them)")
             tasks, _ = load_suite_tasks(suite, path)
         except SuiteUsageError as exc:
             raise usage_error(str(exc)) from None
@@ -100,10 +105,16 @@ def tasks_command(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from ..suites.runner import SuiteUsageError, describe_unreadable, load_suite_tasks
+    from ..suites.runner import SuiteUsageError, check_suite_source, check_task_names, describe_unreadable, load_suite_tasks
     from ..tasks import TaskFileError, builtin_task_paths
     from ..tasks.registry import load_builtin_task
 
+    names = parse_tasks(tasks)
+    try:  # a mistyped name: answered before any task loads
+        check_suite_source(suite, path)
+        check_task_names(suite, path, names)
+    except SuiteUsageError as exc:
+        raise usage_error(str(exc)) from None
     rows, problems = [], []
     if suite == "builtin":  # one by one, so that a broken task file does not hide the others
         for name, file in builtin_task_paths().items():
@@ -118,7 +129,6 @@ def tasks_command(
             raise usage_error(str(exc)) from None
         rows = [t.summary() for t in suite_tasks]
         problems = [describe_unreadable(file, reason) for file, reason in unreadable]
-    names = parse_tasks(tasks)
     if names:  # only these (an unknown name is a usage error), in the suite's order
         from types import SimpleNamespace
 
@@ -291,6 +301,12 @@ def eval_command(
 # What one perf case costs each side when a call is slower than a timing block (always, under the
 # interpreter at perf sizes): the perf-size check, a warm-up call, and two calls per block.
 INTERPRETED_CALL_S = (1.0, 30.0)  # an interpreted kernel at perf sizes: softmax 8192x8192 took 25 s
+# The range is the same for every task on purpose: what a task file tells cheaply (its perf cases'
+# bytes, from task.cost) does not predict an interpreted call. The interpreter's time goes with
+# the candidate's grid and inner-loop trips (its own block sizes), not with bytes: on a 2-core
+# CPU one call of the Triton reference took 2 s for vector_add 16777216 float32 (192 MiB), 5.6 s
+# for softmax 4096x4096 float32 (128 MiB) and 373 s for matmul 2048^3 float32 (48 MiB, the
+# fewest bytes of the three). Scaling by bytes would call matmul the cheapest.
 
 
 def interpreter_perf_cost(task, blocks: int, max_cases: int | None = None) -> tuple[int, float, float]:

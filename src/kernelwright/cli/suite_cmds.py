@@ -100,6 +100,7 @@ def judge_suite_command(
         ResultStore,
         SuiteUsageError,
         check_suite_source,
+        check_task_names,
         describe_unreadable,
         load_suite_tasks,
         plan,
@@ -116,8 +117,10 @@ def judge_suite_command(
         raise usage_error(str(exc)) from None
     if candidates != REFERENCE and not Path(candidates).is_dir():
         raise usage_error(f"--candidates {candidates!r} is not a folder (or 'reference')")
+    names = parse_tasks(tasks)
     try:
         check_suite_source(suite, path)
+        check_task_names(suite, path, names)  # a mistyped name: answered before the suite loads
     except SuiteUsageError as exc:
         raise usage_error(str(exc)) from None
     if perf and not force:
@@ -138,7 +141,6 @@ def judge_suite_command(
     options = judge_options(judge_seeds=judge_seeds, judge_base_seed=judge_base_seed, perf=perf,
                             timeout_scale=timeout_scale, max_perf_cases=max_perf_cases, sandbox=sandbox,
                             profile=profile, **TIMING_PROFILES[timing])
-    names = parse_tasks(tasks)
     err = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line
     interrupted = False
     started = time.monotonic()

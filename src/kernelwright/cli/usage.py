@@ -3,15 +3,17 @@ object on stdout when the command was asked for `--json`, and the entry point th
 for the errors click finds before a command runs (an unknown flag, a bad value).
 
 Exit status, for every command: 0 success, 1 a check or a stage failed, 2 usage error (the user
-must change the command or a file), 3 the judge could not decide (`eval`), 130 interrupted.
+must change the command or a file), 3 the judge could not decide (`eval`), 130 interrupted, 141
+stdout's reader closed the pipe early (`| head`: the output was cut short, quietly).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 import typer
 
@@ -125,10 +127,72 @@ def keep_words_whole() -> None:
     _textwrap.TextWrapper = TextWrapper
 
 
+# A reader that closed our stdout early (`kernelwright bench-report RUN | head -1`): the status
+# a command killed by SIGPIPE has in the shell (128 + 13), what `cat`, `grep` or `git log` give
+# in the same pipe. Not 0: the output was cut short, which a script with `set -o pipefail` must
+# be able to see; not 1: 1 is kernelwright's "a check or a stage failed". (SIGPIPE itself is not
+# restored to its default: the judge talks to its workers through pipes, and a worker that dies
+# must be an error the judge reports, not a signal that silently kills the command.)
+EXIT_CLOSED_PIPE = 141
+
+
+def _closed_pipe() -> NoReturn:
+    """Exit quietly when stdout's reader is gone: what is left unwritten goes to /dev/null (so
+    the interpreter's last flush at exit cannot fail with a second BrokenPipeError)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (captured): nothing to redirect
+        pass
+    sys.exit(EXIT_CLOSED_PIPE)
+
+
+def _stdout_file() -> tuple[int, int] | None:
+    """What file descriptor 1 is (device, inode); None where it cannot be told."""
+    try:
+        st = os.fstat(sys.__stdout__.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _pipe_was_closed(stdout: Any, fd1: tuple[int, int] | None) -> bool:
+    """Did a library answer a broken stdout pipe with its own exit status 1? click (typer) wraps
+    stdout in its PacifyFlushWrapper and exits 1; rich's Console.on_broken_pipe points fd 1 at
+    /dev/null and exits 1. Either sign tells a closed pipe from the command's own status 1."""
+    if sys.stdout is not stdout and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+        return True
+    now = _stdout_file()
+    try:
+        st = os.stat(os.devnull)
+    except OSError:
+        return False
+    return now is not None and now != fd1 and now == (st.st_dev, st.st_ino)
+
+
 def run(app: typer.Typer, args: Sequence[str] | None = None) -> None:
     """Run the CLI. With `--json`, a usage error found before the command runs (unknown flag,
     bad value, missing option) prints `{"error", "exit_code"}` on stdout too, so a script that
-    parses stdout always gets an object."""
+    parses stdout always gets an object. Output to a closed pipe ends the command quietly with
+    EXIT_CLOSED_PIPE, for every command."""
+    stdout, fd1 = sys.stdout, _stdout_file()
+    try:
+        _run(app, args)
+        sys.stdout.flush()  # the last of the output, while a broken pipe can still be answered
+    except BrokenPipeError:
+        _closed_pipe()
+    except SystemExit as exc:
+        if exc.code not in (0, None) and _pipe_was_closed(stdout, fd1):
+            _closed_pipe()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _closed_pipe()
+        raise
+
+
+def _run(app: typer.Typer, args: Sequence[str] | None) -> None:
     args = list(sys.argv[1:] if args is None else args)
     if not wants_json(args):
         app(args=args, prog_name="kernelwright")

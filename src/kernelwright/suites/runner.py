@@ -84,25 +84,71 @@ def check_suite_source(suite: str, path: str | Path | None) -> None:
         raise SuiteUsageError(str(exc)) from None
 
 
+def _unknown_tasks(unknown: Sequence[str], known: Sequence[str], suite: str,
+                   path: str | Path | None) -> SuiteUsageError:
+    """The error for --tasks names the suite has not: each with its close matches (difflib) and
+    the command that lists the suite's tasks."""
+    import difflib
+
+    def hint(name: str) -> str:
+        near = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+        return f"{name!r} (did you mean {', '.join(near)}?)" if near else repr(name)
+
+    where = f" --path {path}" if path is not None and suite != "builtin" else ""
+    return SuiteUsageError(f"unknown task(s) in --tasks: {'; '.join(hint(n) for n in unknown)}; "
+                           f"`kernelwright tasks --suite {suite}{where}` lists the {len(known)} tasks of {suite}")
+
+
 def select_tasks(tasks: Sequence[Task], names: Sequence[str] | None, suite: str,
                  path: str | Path | None = None) -> list[Task]:
     """The named tasks, in the order named (no names: every task). Unknown names raise
     SuiteUsageError naming each one (with close matches) and the command that lists them."""
     if not names:
         return list(tasks)
-    import difflib
-
     by_name = {t.name: t for t in tasks}
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        def hint(name: str) -> str:
-            near = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.6)
-            return f"{name!r} (did you mean {', '.join(near)}?)" if near else repr(name)
-
-        where = f" --path {path}" if path is not None and suite != "builtin" else ""
-        raise SuiteUsageError(f"unknown task(s) in --tasks: {'; '.join(hint(n) for n in unknown)}; "
-                              f"`kernelwright tasks --suite {suite}{where}` lists the {len(by_name)} tasks of {suite}")
+        raise _unknown_tasks(unknown, list(by_name), suite, path)
     return [by_name[n] for n in names]
+
+
+def suite_task_names(suite: str, path: str | Path | None) -> list[str] | None:
+    """The names of the suite's tasks from its file names alone, without reading a task (loading
+    a checkout suite takes 5-30 s: each file is parsed, its perf inputs enumerated): one name per
+    file that can become a task, so every task that loads is among them. None where a suite
+    cannot tell its names that way. The suite's source must have passed check_suite_source."""
+    from ..tasks import builtin_task_paths
+
+    if suite == "builtin":
+        return list(builtin_task_paths())
+    from . import geak, kernelbench, tritonbench_t
+    from .geak_source import rocm_files, tritonbench_files
+
+    try:
+        if suite in ("tritonbench-revised", "rocm"):
+            files = tritonbench_files if suite == "tritonbench-revised" else rocm_files
+            return [f.stem for f in files(geak.checkout_root(path))]
+        if suite == "kernelbench":
+            return [kernelbench.task_name(r) for r in kernelbench.benchmark_files(kernelbench.data_root(path))[0]]
+        if suite == "tritonbench-t":
+            return tritonbench_t.task_names(path)
+    except geak.SuiteError as exc:
+        raise SuiteUsageError(str(exc)) from None
+    return None
+
+
+def check_task_names(suite: str, path: str | Path | None, names: Sequence[str] | None) -> None:
+    """Fail fast (SuiteUsageError, as select_tasks would after loading) on a --tasks name the
+    suite has not, from its file names: a typo is answered in about a second, not after the
+    whole suite has loaded. A name it cannot rule out this way is left for select_tasks."""
+    if not names:
+        return
+    known = suite_task_names(suite, path)
+    if known is None:
+        return
+    unknown = [n for n in names if n not in set(known)]
+    if unknown:
+        raise _unknown_tasks(unknown, known, suite, path)
 
 
 def load_suite_tasks(suite: str, path: str | Path | None) -> tuple[list[Task], list[tuple[str, str]]]:

@@ -269,5 +269,14 @@ def load_suite(path: str | Path) -> tuple[list[Task], list[tuple[str, str]]]:
     """All TritonBench-T tasks of a checkout, and (file, reason) for every file that could not
     become a task: nothing is dropped silently."""
     root = checkout_root(path)
-    files = sorted(p for p in (root / DATA_DIR).glob("*.py") if p.name != "__init__.py")
-    return load_each(tritonbench_t_task, root, ((file.stem, file.name) for file in files))
+    return load_each(tritonbench_t_task, root, ((file.stem, file.name) for file in _task_files(root)))
+
+
+def _task_files(root: Path) -> list[Path]:
+    return sorted(p for p in (root / DATA_DIR).glob("*.py") if p.name != "__init__.py")
+
+
+def task_names(path: str | Path) -> list[str]:
+    """The suite's task names from its file names alone (`--tasks` is checked with these before
+    anything loads)."""
+    return [file.stem for file in _task_files(checkout_root(path))]
