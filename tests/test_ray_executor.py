@@ -93,7 +93,7 @@ def test_an_actor_killed_mid_candidate_loses_and_doubles_nothing(cluster):
         results = [f.result(timeout=600) for f in futures]
     assert sorted(v.candidate_id for v in results) == [f"c{i}" for i in range(6)]
     assert all(v.correct for v in results), [v.reason for v in results if not v.correct]
-    assert len(pool._retired) == 1
+    assert len(pool.health.retired) == 1
 
 
 @pytest.mark.slow
@@ -169,7 +169,7 @@ def test_a_node_removed_mid_candidate_loses_and_doubles_nothing():
             results = [f.result(timeout=600) for f in futures]
         assert sorted(v.candidate_id for v in results) == [f"c{i}" for i in range(6)]
         assert all(v.correct for v in results), [v.reason for v in results if not v.correct]
-        assert len(pool._retired) == 1
+        assert len(pool.health.retired) == 1
     finally:
         ray.shutdown()
         c.shutdown()

@@ -46,9 +46,13 @@ class JudgeMeter:
         future.add_done_callback(lambda _f: self._advance(-1))
         return future
 
-    def report(self) -> dict[str, float]:
+    def report(self) -> dict:
         self._advance(0)
         wall = max(1e-9, self._last - self._start)
-        return {"wall_s": round(wall, 3), "workers": self.slots, "candidates": self.submitted,
-                "utilization": round(self.busy_slot_s / (self.slots * wall), 4),
-                "idle_fraction": round(self.idle_s / wall, 4)}
+        out: dict = {"wall_s": round(wall, 3), "workers": self.slots, "candidates": self.submitted,
+                     "utilization": round(self.busy_slot_s / (self.slots * wall), 4),
+                     "idle_fraction": round(self.idle_s / wall, 4)}
+        health = getattr(self.judge, "health", None)  # a JudgePool's GPUs (a test's judge may have none)
+        if health is not None and health.retired:
+            out["out_of_service"] = health.report()  # the GPUs taken out of the run, and why
+        return out

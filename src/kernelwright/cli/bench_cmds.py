@@ -206,6 +206,8 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
         j = report["judge"]
         console.print(f"judge: {j['candidates']} candidates on {j['workers']} worker(s), utilization "
                       f"{j['utilization']:.0%}, idle {j['idle_fraction']:.0%} of {j['wall_s']:.0f} s", highlight=False)
+        for gone in j.get("out_of_service", ()):
+            console.print(f"[yellow]out of service:[/] {escape(gone['device'])}: {escape(gone['why'])}", soft_wrap=True)
     for e in errors:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
     console.print(f"run directory: {escape(str(store.run_dir))} (metrics.json, results.jsonl, best/, run.sqlite)")

@@ -8,34 +8,33 @@ stage, the queue, the verdicts and the run directory, exactly as with the local 
 
 Nothing lost, nothing doubled: an actor that dies (its node lost, the actor killed) mid-candidate
 leaves the run with its GPU (the run says so on stderr) and the candidate is judged again on
-another actor, at most `MAX_REJUDGE` times, after which its verdict is a judge error saying why.
-A candidate's verdict is recorded once, by the one call that returned it."""
+another actor, at most `MAX_REJUDGE` times (pool.py), after which its verdict is a judge error
+saying why. A GPU whose candidates keep faulting leaves the run by the same rule as on one host
+(judge/coordinator/health.py). A candidate's verdict is recorded once, by the one call that
+returned it."""
 
 from __future__ import annotations
 
 import os
 import queue
-import sys
 import time
 from concurrent.futures import Future
 from pathlib import Path
 
-from ..tasks import Task
 from ..judge.common.options import JudgeOptions
-from ..judge.common.verdict import Verdict, judge_error_verdict
 from ..judge.coordinator.backend import DeviceUnavailable
-from ..judge.coordinator.pool import JudgePool, PoolClosed, check_sandbox, job_timeout, protect_coordinator, static_verdict
+from ..judge.coordinator.health import DeviceHealth
+from ..judge.coordinator.pool import JudgePool, SlotLost, check_sandbox, protect_coordinator
 from ..judge.coordinator.workerenv import SECRET_WORDS
 from ..judge.coordinator.workerhandle import WorkerLost
 from ..judge.common.privdir import private_dir
 from ..judge.common.requests import JudgeRequest
 
-MAX_REJUDGE = 2          # a candidate whose actor died is judged again at most this often
 SIM_RESOURCE = "kw_gpu"  # a custom resource that stands for a GPU on a CPU-only (test) cluster
 INSTALL_HINT = "pip install 'kernelwright[ray]'"
 
 
-class ActorLost(WorkerLost):
+class ActorLost(SlotLost):
     """The actor (or its node) died: not the candidate's verdict; it is judged again elsewhere."""
 
 
@@ -209,7 +208,7 @@ class RayJudgePool(JudgePool):
         self.n_devices = self.n_workers = len(self._slots)
         self.gpu_workers = 1
         self._init_common()
-        self._retired: set[int] = set()
+        self.health = DeviceHealth(self.n_devices, self._device_name)
 
     def _init_common(self) -> None:
         import threading
@@ -238,72 +237,21 @@ class RayJudgePool(JudgePool):
             self._workers[index] = handle
         return handle
 
-    def _take_slot(self) -> int:
-        """A free live actor's index; PoolClosed when none is left (every actor died)."""
-        while True:
-            if self._closing.is_set():
-                raise PoolClosed("the judge pool was closed before this candidate was judged")
-            with self._lock:
-                if len(self._retired) >= self.n_workers:
-                    raise ActorLost("every judging actor of the Ray cluster died")
-            try:
-                return self._free.get(timeout=0.5)
-            except queue.Empty:
-                continue
+    def _device_name(self, device: int) -> str:
+        handle = self._workers[device] if 0 <= device < len(self._workers) else None
+        where = f" on node {handle.info.get('node')}" if handle is not None and handle.info else ""
+        return f"the GPU of judging actor {device}{where}"
 
-    def _retire(self, index: int, exc: BaseException) -> None:
+    def _lost(self, index: int, exc: WorkerLost) -> None:
+        """A dead actor (or node) takes its GPU out of the run at once and the candidate is judged
+        again elsewhere (SlotLost); a worker that stopped answering is replaced, as locally."""
+        if not isinstance(exc, ActorLost):
+            self._replace(index)
+            return
+        self.health.retire(index, f"{exc} (the actor is not restarted)")
         with self._lock:
-            self._retired.add(index)
             self._workers[index] = None
-        sys.stderr.write(f"warning: {exc}; its GPU leaves this run\n")
-
-    def _judge_file(self, task: Task, candidate: Path, options: JudgeOptions | None) -> Verdict:
-        candidate = candidate.expanduser().resolve()
-        opts = options or self.options
-        failed = static_verdict(task, candidate)
-        if failed is not None:
-            return failed
-        resolved = opts.resolved(self.backend)
-        request = JudgeRequest(task_ref=task.ref, candidate_path=str(candidate), seeds=opts.draw_seeds(),
-                               options=resolved)
-        started, reasons = time.monotonic(), []
-        for _attempt in range(1 + MAX_REJUDGE):
-            try:
-                verdict = self._judge_once(task, request, resolved)
-            except ActorLost as exc:
-                reasons.append(str(exc))
-                continue
-            verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
-            return verdict
-        verdict = judge_error_verdict(task.name, str(candidate), "judged %d times, every judging actor died: %s"
-                                      % (len(reasons), "; ".join(reasons)), seeds=request.seeds)
-        verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
-        return verdict
-
-    def _judge_once(self, task: Task, request: JudgeRequest, resolved: JudgeOptions) -> Verdict:
-        """One attempt on one actor. ActorLost: the actor died (retired; the caller tries again)."""
-        index = self._take_slot()
-        give_back = True
-        try:
-            try:
-                worker = self._worker(index)
-                data = worker.judge(request, job_timeout(task, resolved))
-            except ActorLost as exc:
-                if self._closing.is_set():
-                    raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
-                give_back = False
-                self._retire(index, exc)
-                raise
-            except WorkerLost as exc:
-                if self._closing.is_set():
-                    raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
-                self._replace(index)
-                return judge_error_verdict(task.name, request.candidate_path, str(exc), seeds=request.seeds)
-            data["task"] = data.get("task") or task.name
-            return Verdict.from_dict(data)
-        finally:
-            if give_back:
-                self._free.put(index)
+        raise exc
 
     def _replace(self, index: int) -> None:
         handle = self._workers[index]

@@ -18,6 +18,7 @@ import threading
 import time
 import traceback
 import uuid
+from dataclasses import replace
 from concurrent.futures import (
     Future,
     InvalidStateError,
@@ -36,12 +37,31 @@ from ..common.capabilities import check_level
 from ..common.requests import JudgeRequest
 from ..common.verdict import JUDGE_ERROR, FailureKind, Verdict, judge_error_verdict
 from .backend import DeviceUnavailable, SandboxUnavailable, default_workers_per_device, detect_backend
+from .health import DeviceHealth
 from .static import MAX_SOURCE_BYTES, check_source
 from .workerhandle import WorkerHandle, WorkerLost, remove_worker_caches, sweep_stale
 
 
 class PoolClosed(RuntimeError):
     """The pool was closed (Ctrl-C, shutdown) before this candidate's verdict existed."""
+
+
+class SlotLost(WorkerLost):
+    """This attempt's worker cannot be used again (its GPU out of service, its Ray actor dead):
+    not the candidate's verdict; it is judged again on another GPU."""
+
+
+MAX_REJUDGE = 2  # a candidate whose attempt was lost (SlotLost) is judged again at most this often
+
+
+def known_good_job() -> tuple[Task, Path]:
+    """The kernel that checks a GPU under suspicion (health.py): the built-in vector_add task and
+    its Triton reference, which passes on every supported GPU and under the interpreter."""
+    from ...tasks.registry import builtin_task_paths, load_builtin_task
+
+    task = load_builtin_task(builtin_task_paths()["vector_add"])
+    assert task.triton_reference is not None
+    return task, Path(task.triton_reference)
 
 
 def static_verdict(task: Task, candidate: Path) -> Verdict | None:
@@ -109,6 +129,7 @@ class JudgePool:
         self._free: queue.Queue[int] = queue.Queue()
         for i in range(self.n_workers):
             self._free.put(i)
+        self.health = DeviceHealth(self.n_devices, self._device_name)
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.device_info: dict = {}
@@ -321,7 +342,10 @@ class JudgePool:
                     pass
 
     def _judge_file(self, task: Task, candidate: Path, options: JudgeOptions | None) -> Verdict:
-        """The verdict of one candidate file: the static stage here, the rest on a free worker."""
+        """The verdict of one candidate file: the static stage here, the rest on a free worker.
+        A verdict from a GPU that was then found broken (health.py), or a worker that cannot be
+        used again (a dead Ray actor), costs an attempt, not the verdict: the candidate is judged
+        again on another GPU, at most MAX_REJUDGE times, then gets a judge error naming each loss."""
         candidate = candidate.expanduser().resolve()
         opts = options or self.options
         failed = static_verdict(task, candidate)
@@ -330,24 +354,89 @@ class JudgePool:
         resolved = opts.resolved(self.backend)
         request = JudgeRequest(task_ref=task.ref, candidate_path=str(candidate), seeds=opts.draw_seeds(),
                                options=resolved)
-        index = self._free.get()
-        started = time.monotonic()
+        losses = []
+        for _attempt in range(1 + MAX_REJUDGE):
+            try:
+                return self._judge_once(task, request, resolved)
+            except SlotLost as exc:
+                losses.append(str(exc))
+        return judge_error_verdict(task.name, str(candidate), "judged %d times, and each time lost: %s"
+                                   % (len(losses), "; ".join(losses)), seeds=request.seeds)
+
+    def _judge_once(self, task: Task, request: JudgeRequest, resolved: JudgeOptions) -> Verdict:
+        """One attempt on one worker. SlotLost: this attempt's verdict cannot stand (its GPU
+        was taken out of service); the caller judges the candidate again elsewhere."""
+        index = self._take_slot()
+        started = time.monotonic()  # (the verdict's total: from a worker taking it up)
         try:
             try:
-                if self._closing.is_set():
-                    raise PoolClosed("the judge pool was closed before this candidate was judged")
                 worker = self._worker(index)
                 data = worker.judge(request, job_timeout(task, resolved))
-                verdict = Verdict.from_dict(data)
+                data["task"] = data.get("task") or task.name
+                verdict, suspect = Verdict.from_dict(data), data.get("kind") == FailureKind.GPU_FAULT.value
             except WorkerLost as exc:
                 if self._closing.is_set():
                     raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
-                self._replace(index)
-                verdict = judge_error_verdict(task.name, str(candidate), str(exc), seeds=request.seeds)
+                self._lost(index, exc)  # (a dead Ray actor raises SlotLost here)
+                verdict, suspect = judge_error_verdict(task.name, request.candidate_path, str(exc),
+                                                       seeds=request.seeds), True
+            device = self._device_of(index)
+            if self.health.record(device, suspect):
+                why = self.health.check(device, lambda: self._known_good_fails(index))
+                if why is not None:
+                    raise SlotLost(f"{self._device_name(device)} was taken out of service after this "
+                                   f"candidate's {verdict.kind.value}: {why}")
             verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
             return verdict
         finally:
-            self._free.put(index)
+            self._give_back(index)
+
+    # -- which worker, and whether its GPU is still in service (health.py) -------------------
+    def _device_of(self, index: int) -> int:
+        return index % self.n_devices
+
+    def _device_name(self, device: int) -> str:
+        return "the CPU interpreter" if self.backend == "cpu" else f"GPU {self.device_ids[device]}"
+
+    def _take_slot(self) -> int:
+        """A free worker whose GPU is in service. PoolClosed when the pool closes meanwhile;
+        SlotLost when no GPU is left in service (each candidate's verdict then says why)."""
+        while True:
+            if self._closing.is_set():
+                raise PoolClosed("the judge pool was closed before this candidate was judged")
+            if self.health.all_retired():
+                raise SlotLost("every GPU of this run is out of service: " + "; ".join(
+                    f"{d['device']}: {d['why']}" for d in self.health.report()))
+            try:
+                index = self._free.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if self.health.in_service(self._device_of(index)):
+                return index
+            # a worker of a retired GPU leaves the queue for good (closed with the pool)
+
+    def _give_back(self, index: int) -> None:
+        self._free.put(index)
+
+    def _lost(self, index: int, exc: WorkerLost) -> None:
+        """A worker died or stopped answering mid-candidate: a fresh one takes its place."""
+        self._replace(index)
+
+    def _known_good_fails(self, index: int) -> str | None:
+        """Judge the known-good kernel on the worker at `index` (its GPU under suspicion): None
+        when it passes, else what went wrong."""
+        task, path = known_good_job()
+        self.admit([task])
+        opts = replace(self.options, perf=False, profile="off").resolved(self.backend)
+        request = JudgeRequest(task_ref=task.ref, candidate_path=str(path), seeds=opts.draw_seeds(), options=opts)
+        try:
+            data = self._worker(index).judge(request, job_timeout(task, opts))
+        except WorkerLost as exc:
+            self._lost(index, exc)
+            return f"its worker was lost judging it: {exc}"
+        if data.get("correct"):
+            return None
+        return f"{task.name}'s reference Triton kernel got {data.get('kind')}: {str(data.get('reason'))[:300]}"
 
     @staticmethod
     def _source_verdict(task: Task, code: str, candidate_id: str) -> Verdict | None:
