@@ -124,27 +124,38 @@ class AgentSession:
         return write_outputs(self.store, [t.name for t in self.tasks], self.ctx.settings.runs, self.ctx.settings.search)
 
     def _epochs(self) -> None:
-        """--search evolve: every pending task-run runs one epoch (migrate_every iterations), then
-        the next epoch starts, so an island that starts epoch e sees every other island's epochs
-        < e complete: what migrates is a function of the store, never of timing, and a resumed
-        run (which replays the epochs from the first: finished ones return at once) asks the same.
-        The price is a barrier per epoch: a task-run waits for the slowest of the session's."""
+        """--search evolve: each task's pending runs (its islands) run one epoch (migrate_every
+        iterations) together, then its next epoch starts, so an island that starts epoch e sees
+        its task's other islands' epochs < e complete: what migrates is a function of the store,
+        never of timing, and a resumed run (which replays the epochs from the first: finished
+        ones return at once) asks the same. The barrier is per task (an archive is a task's), so
+        a slow task holds back only its own runs; `concurrency` still bounds the task-runs at work."""
         settings = self.ctx.settings
         epochs = -(-settings.iterations // settings.migrate_every)
-        for epoch in range(epochs):
-            if self._stop.is_set() or self.ctx.outage.reason is not None:
-                return
-            until = None if epoch == epochs - 1 else (epoch + 1) * settings.migrate_every
-            self._each(self.pending(), lambda run: run.execute(until=until))
+        slots = threading.BoundedSemaphore(self.concurrency)
+
+        def task_epochs(task: Task, runs: list[int]) -> None:  # (a task-run's bug: _each reports it)
+            for epoch in range(epochs):
+                if self._stop.is_set() or self.ctx.outage.reason is not None:
+                    return
+                until = None if epoch == epochs - 1 else (epoch + 1) * settings.migrate_every
+                ended = self.store.ended()
+                todo = [(task, r) for r in runs if (task.name, r) not in ended]
+                self._each(todo, lambda run: _holding(slots, lambda: run.execute(until=until)), bound=len(todo))
+
+        by_task: dict[str, tuple[Task, list[int]]] = {}
+        for task, run in self.pending():
+            by_task.setdefault(task.name, (task, []))[1].append(run)
+        self._spread([lambda t=t, runs=runs: task_epochs(t, runs) for t, runs in by_task.values()])
 
     def _task_run(self, task: Task, run: int) -> TaskRun:
         if task.name not in self._briefs:
             self._briefs[task.name] = brief_for(task)
         return TaskRun(task, self._briefs[task.name], run, self.ctx, self.start_codes.get(task.name))
 
-    def _each(self, todo: list[tuple[Task, int]], work: Callable[[TaskRun], Any]) -> None:
-        """`work` on each task-run of `todo`, concurrently; a task-run's bug is reported (errors),
-        never the others' end."""
+    def _each(self, todo: list[tuple[Task, int]], work: Callable[[TaskRun], Any], bound: int | None = None) -> None:
+        """`work` on each task-run of `todo`, concurrently (at most `bound`, default the session's
+        concurrency); a task-run's bug is reported (errors), never the others' end."""
         def one(task: Task, run: int, task_run: TaskRun) -> None:
             try:
                 work(task_run)
@@ -154,9 +165,14 @@ class AgentSession:
                 self.errors.append(f"{task.name} run {run}: {exc!r}\n{traceback.format_exc(limit=6)}")
                 self.ctx.on_event("error", {"task": task.name, "run": run, "error": repr(exc)})
 
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(todo))),
+        runs = [(t, r, self._task_run(t, r)) for t, r in todo]  # briefs: here, once
+        self._spread([lambda t=t, r=r, tr=tr: one(t, r, tr) for t, r, tr in runs], bound or self.concurrency)
+
+    def _spread(self, jobs: list[Callable[[], None]], bound: int | None = None) -> None:
+        """Each of `jobs` on a thread (at most `bound` at once; default: all), waited for."""
+        pool = ThreadPoolExecutor(max_workers=max(1, min(bound or len(jobs), len(jobs))),
                                   thread_name_prefix="task-run")
-        futures = [pool.submit(one, t, r, self._task_run(t, r)) for t, r in todo]  # briefs: here, once
+        futures = [pool.submit(job) for job in jobs]
         try:
             for f in futures:
                 f.result()
@@ -167,3 +183,9 @@ class AgentSession:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
+
+
+def _holding(slots: threading.BoundedSemaphore, work: Callable[[], Any]) -> Any:
+    """`work()` while holding one of `slots` (the session's task-runs at work)."""
+    with slots:
+        return work()
