@@ -62,3 +62,25 @@ def test_the_concurrency_bounds_the_task_runs_at_work():
     s._epochs()
     assert len(log) == 5 * 2 * 2
     assert max(p for *_x, p in log) <= 3
+
+
+def test_a_tasks_bug_is_reported_and_the_other_tasks_go_on():
+    s, log = session({"bad": 0.01, "good": 0.01}, runs=1, iterations=2, every=1, concurrency=2)
+    make = s._task_run
+
+    def task_run(task, run):
+        if task.name == "bad":
+            raise RuntimeError("no brief")
+        return make(task, run)
+
+    s._task_run = task_run
+    s._epochs()
+    assert [u for name, *_x in log for u in [_x[1]] if name == "good"] == [1, None]
+    assert len(s.errors) == 1 and "bad" in s.errors[0] and "no brief" in s.errors[0]
+
+
+def test_once_stopped_an_island_waiting_for_a_slot_does_not_start():
+    s, log = session({"a": 0.2}, runs=3, iterations=2, every=2, concurrency=1)
+    threading.Timer(0.1, s.stop).start()  # (Ctrl-C: AgentSession.stop) while run 0 holds the one slot
+    s._epochs()
+    assert len(log) == 1

@@ -108,28 +108,78 @@ def test_a_clean_verdict_between_faults_restarts_the_streak():
     assert pool.health.checks == 0 and not any(what == "probe" for _, what in log)
 
 
+def test_the_last_gpu_in_service_is_kept_with_a_warning(capsys):
+    """A false alarm on the only GPU would end the whole run: it stays, and says so."""
+    pool, log = local_pool(broken={0, 1})
+    verdicts = judge_in_turn(pool, [GOOD] * 12)
+    assert pool.health.retired.keys() == {0}  # the first to fail its check (GPU 0 takes candidate 1)
+    assert pool.health.in_service(1) and pool.health.warnings
+    assert "it is the last GPU in service, so it stays" in capsys.readouterr().err
+    assert all(v.kind.value == "gpu_fault" for v in verdicts)  # what GPU 1 gives stands: nothing better exists
+    one, _ = local_pool(broken={0}, n_devices=1)
+    judge_in_turn(one, [GOOD] * (2 * FAULT_STREAK))
+    assert not one.health.retired and len(one.health.warnings) == 1
+
+
 def test_when_every_gpu_is_out_of_service_each_candidate_gets_a_judge_error_at_once():
-    pool, _log = local_pool(broken={0}, n_devices=1)
-    verdicts = judge_in_turn(pool, [GOOD] * (FAULT_STREAK + 2))
-    assert pool.health.all_retired()
-    tipped, *rest = verdicts[FAULT_STREAK - 1:]
-    assert tipped.kind.value == "judge_error" and "taken out of service" in tipped.reason
-    assert all(v.kind.value == "judge_error" and "every GPU of this run is out of service" in v.reason for v in rest)
+    """Only a dead worker (a Ray actor) takes the last GPU: then nothing can judge, and says so."""
+    pool, log = local_pool(broken=set(), n_devices=1)
+    pool.health.retire(0, "its actor died (the actor is not restarted)")
+    verdict = pool._judge_file(TASK, GOOD, None)
+    assert verdict.kind.value == "judge_error" and "every GPU of this run is out of service" in verdict.reason
+    assert verdict.reason.count("its actor died") == 1 and not log
 
 
-def test_the_check_itself_crashing_counts_as_a_failed_check():
-    h = DeviceHealth(2)
-    for _ in range(FAULT_STREAK - 1):
-        assert not h.record(0, suspect=True)
-    assert h.record(0, suspect=True)
-    assert not h.record(0, suspect=True)  # one check at a time
+def test_the_check_runs_on_a_fresh_worker():
+    """Nothing a candidate left in the old worker (its Triton cache) can fail the check."""
+    pool, log = local_pool(broken=set(), n_devices=1)
+    replaced = []
+    pool._replace = lambda i: replaced.append((i, len(log)))
+    judge_in_turn(pool, [BAD] * FAULT_STREAK)
+    assert replaced == [(0, FAULT_STREAK)] and log[FAULT_STREAK] == (0, "probe")
 
-    def boom():
-        raise RuntimeError("no context")
 
-    assert "the check itself failed" in h.check(0, boom)
-    assert h.retired.keys() == {0} and h.in_service(1) and not h.all_retired()
-    assert not h.record(0, suspect=True)  # a retired GPU is not checked again
+def test_timeouts_in_a_row_are_suspect_too():
+    pool, log = local_pool(broken=set(), n_devices=1)
+
+    class Hanging(StubWorker):
+        def judge(self, request, timeout):
+            out = super().judge(request, timeout)
+            return out if self.log[-1][1] == "probe" else reply("timeout", request.candidate_path)
+
+    hanging = Hanging(log, 0, False)
+    pool._worker = lambda i: hanging
+    judge_in_turn(pool, [GOOD] * FAULT_STREAK)
+    assert pool.health.checks == 1
+
+
+def test_closing_during_the_check_retires_nothing():
+    pool, log = local_pool(broken={1})
+
+    def closing_check(index):
+        pool._closing.set()
+        return type(pool)._known_good_fails(pool, index)
+
+    pool._known_good_fails = closing_check
+    from kernelwright.judge import PoolClosed
+
+    with pytest.raises(PoolClosed):
+        judge_in_turn(pool, [GOOD] * (2 * FAULT_STREAK))
+    assert not pool.health.retired
+
+
+def test_a_suspect_verdict_from_a_gpu_retired_meanwhile_is_judged_again():
+    """Another worker's check retired the GPU while this candidate ran there: its fault is the
+    GPU's, so it is judged again elsewhere."""
+    pool, log = local_pool(broken={1})
+    pool.health.retire(1, "checked by another worker")
+    pool._free = queue.Queue()
+    for i in (1, 0):  # the candidate was already on GPU 1's worker
+        pool._free.put(i)
+    real = pool._take_slot
+    pool._take_slot = lambda: pool._free.get() if not log else real()
+    verdict = pool._judge_file(TASK, GOOD, None)
+    assert verdict.correct and log == [(1, "good.py"), (0, "good.py")]
 
 
 def test_the_streak_needed_doubles_up_to_its_cap():

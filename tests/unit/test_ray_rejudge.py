@@ -2,6 +2,7 @@
 judge error naming each loss (issue 33, item 2). The pool's attempts are driven by a stub; no
 Ray is needed (raypool imports Ray only when a pool connects)."""
 
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,6 +17,7 @@ def pool_with(outcomes):
     """A RayJudgePool (without a cluster) whose attempts give `outcomes` in turn."""
     pool = object.__new__(raypool.RayJudgePool)
     pool.options, pool.backend = JudgeOptions(seeds=1), "cpu"
+    pool._closing = threading.Event()
     attempts = iter(outcomes)
 
     def once(task, request, resolved):

@@ -55,4 +55,6 @@ class JudgeMeter:
         health = getattr(self.judge, "health", None)  # a JudgePool's GPUs (a test's judge may have none)
         if health is not None and health.retired:
             out["out_of_service"] = health.report()  # the GPUs taken out of the run, and why
+        if health is not None and health.warnings:
+            out["suspect_gpus"] = health.suspect_gpus()  # the last GPU failed a check and was kept
         return out

@@ -134,19 +134,34 @@ class AgentSession:
         epochs = -(-settings.iterations // settings.migrate_every)
         slots = threading.BoundedSemaphore(self.concurrency)
 
-        def task_epochs(task: Task, runs: list[int]) -> None:  # (a task-run's bug: _each reports it)
-            for epoch in range(epochs):
-                if self._stop.is_set() or self.ctx.outage.reason is not None:
-                    return
-                until = None if epoch == epochs - 1 else (epoch + 1) * settings.migrate_every
-                ended = self.store.ended()
-                todo = [(task, r) for r in runs if (task.name, r) not in ended]
-                self._each(todo, lambda run: _holding(slots, lambda: run.execute(until=until)), bound=len(todo))
+        def task_epochs(task: Task, runs: list[int]) -> None:
+            try:
+                for epoch in range(epochs):
+                    if self._stop.is_set() or self.ctx.outage.reason is not None:
+                        return
+                    until = None if epoch == epochs - 1 else (epoch + 1) * settings.migrate_every
+                    ended = self.store.ended()
+                    todo = [(task, r) for r in runs if (task.name, r) not in ended]
+                    self._each(todo, lambda run: self._holding(slots, lambda: run.execute(until=until)),
+                               bound=len(todo))
+            except Exception as exc:  # noqa: BLE001 - one task's bug must not stop the other tasks
+                if not self._stop.is_set():
+                    self.errors.append(f"{task.name}: {exc!r}\n{traceback.format_exc(limit=6)}")
+                    self.ctx.on_event("error", {"task": task.name, "error": repr(exc)})
 
         by_task: dict[str, tuple[Task, list[int]]] = {}
         for task, run in self.pending():
             by_task.setdefault(task.name, (task, []))[1].append(run)
-        self._spread([lambda t=t, runs=runs: task_epochs(t, runs) for t, runs in by_task.values()])
+        # at most `concurrency` tasks at once (each holds a thread while its islands work or wait)
+        self._spread([lambda t=t, runs=runs: task_epochs(t, runs) for t, runs in by_task.values()], self.concurrency)
+
+    def _holding(self, slots: threading.BoundedSemaphore, work: Callable[[], Any]) -> Any:
+        """`work()` while holding one of `slots` (the session's task-runs at work); nothing once
+        the session is stopping (Ctrl-C: an island that was waiting for a slot does not start)."""
+        with slots:
+            if self._stop.is_set():
+                return None
+            return work()
 
     def _task_run(self, task: Task, run: int) -> TaskRun:
         if task.name not in self._briefs:
@@ -184,8 +199,3 @@ class AgentSession:
             raise
         pool.shutdown(wait=True)
 
-
-def _holding(slots: threading.BoundedSemaphore, work: Callable[[], Any]) -> Any:
-    """`work()` while holding one of `slots` (the session's task-runs at work)."""
-    with slots:
-        return work()

@@ -4,11 +4,13 @@ A candidate's GPU fault is almost always the candidate's own doing (an illegal a
 fault alone says nothing about the GPU. A GPU that is itself broken (an ECC error, a wedged
 context, a process of someone else's holding its memory) shows as *every* candidate faulting
 there, good ones included. So: after `FAULT_STREAK` suspicious outcomes in a row on one GPU (a
-GPU fault, or its worker lost mid-candidate) with nothing that ran cleanly in between, the pool
-judges a known-good kernel there (the built-in vector_add task's Triton reference, correctness
-only). If that fails too, the GPU is out of service for the rest of the run: its workers take
-no more candidates, the candidate that tipped it is judged again on another GPU, and the run
-says so on stderr and in its judge report. If the known-good kernel passes, the candidates were
+GPU fault, a timeout, or its worker lost mid-candidate) with nothing that ran cleanly in
+between, the pool judges a known-good kernel there (the built-in vector_add task's Triton
+reference, correctness only) on a fresh worker. If that fails too, the GPU is out of service for
+the rest of the run: its workers take no more candidates, the candidate that tipped it (and any
+suspicious verdict of its other workers from then on) is judged again on another GPU, and the
+run says so on stderr and in its judge report. The last GPU in service is never retired by a
+check (a false alarm would end the run): it stays, with a warning. If the known-good kernel passes, the candidates were
 to blame: the streak starts again, and the next check needs twice as long a streak (so a model
 that keeps writing faulting kernels costs a check per 3, 6, 12, ... of them, not per 3).
 
@@ -37,6 +39,7 @@ class DeviceHealth:
         self._checking: set[int] = set()
         self.retired: dict[int, str] = {}  # device -> why it is out of service
         self.checks = 0                    # known-good checks run
+        self.warnings: list[dict] = []     # failed checks of the last GPU in service (kept)
 
     def record(self, device: int, suspect: bool) -> bool:
         """One outcome on `device`; True when it should be checked now (the caller then calls
@@ -55,12 +58,12 @@ class DeviceHealth:
 
     def check(self, device: int, probe: Callable[[], str | None]) -> str | None:
         """Run `probe` (None: the known-good kernel passed; else why not) for a device `record`
-        asked to check. The reason the device left the run, or None when it stays."""
+        asked to check. The reason the device left the run, or None when it stays. What `probe`
+        raises (the pool closing) propagates, and the device stays. The last device in service
+        is never retired on a check: a false alarm would end the whole run, so it stays, with
+        a warning, and the candidates' own verdicts say what happens there."""
         try:
-            try:
-                why = probe()
-            except Exception as exc:  # noqa: BLE001 - a check that cannot run says the GPU cannot either
-                why = f"the check itself failed: {exc!r}"
+            why = probe()
         finally:
             with self._lock:
                 self._checking.discard(device)
@@ -68,11 +71,19 @@ class DeviceHealth:
         with self._lock:
             streak = self._streak[device]
             self._streak[device] = 0
-            if why is None:
+            last = len(self.retired) >= self.n_devices - 1
+            if why is None or last:
                 self._needed[device] = min(MAX_STREAK, self._needed[device] * 2)
-                return None
-        return self.retire(device, f"{streak} candidates in a row faulted or lost their worker on it, and a "
-                                   f"known-good kernel failed there too: {why}")
+        what = f"{streak} candidates in a row faulted, hung or lost their worker on it, and a known-good kernel " \
+               f"failed there too: {why}"
+        if why is None:
+            return None
+        if last:
+            sys.stderr.write(f"warning: {self._names(device)}: {what}; it is the last GPU in service, so it stays "
+                             "(check it: nvidia-smi / rocm-smi)\n")
+            self.warnings.append({"device": self._names(device), "why": what})
+            return None
+        return self.retire(device, what)
 
     def retire(self, device: int, why: str) -> str:
         """Take `device` out of service for the rest of the run (said once, on stderr)."""
@@ -94,3 +105,7 @@ class DeviceHealth:
     def report(self) -> list[dict]:
         """The GPUs out of service, for the run's judge report."""
         return [{"device": self._names(d), "why": why} for d, why in sorted(self.retired.items())]
+
+    def suspect_gpus(self) -> list[dict]:
+        """The last GPU in service when it failed a check and was kept (a run on one GPU)."""
+        return list(self.warnings)

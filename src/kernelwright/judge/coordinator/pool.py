@@ -52,6 +52,9 @@ class SlotLost(WorkerLost):
 
 
 MAX_REJUDGE = 2  # a candidate whose attempt was lost (SlotLost) is judged again at most this often
+# outcomes that may be the GPU's doing rather than the candidate's (health.py): a broken context,
+# and a wedged GPU (every candidate timing out); a lost worker counts too
+SUSPECT_KINDS = {FailureKind.GPU_FAULT.value, FailureKind.TIMEOUT.value}
 
 
 def known_good_job() -> tuple[Task, Path]:
@@ -354,18 +357,26 @@ class JudgePool:
         resolved = opts.resolved(self.backend)
         request = JudgeRequest(task_ref=task.ref, candidate_path=str(candidate), seeds=opts.draw_seeds(),
                                options=resolved)
-        losses = []
+        losses, started = [], time.monotonic()
         for _attempt in range(1 + MAX_REJUDGE):
             try:
-                return self._judge_once(task, request, resolved)
+                verdict = self._judge_once(task, request, resolved)
             except SlotLost as exc:
                 losses.append(str(exc))
-        return judge_error_verdict(task.name, str(candidate), "judged %d times, and each time lost: %s"
-                                   % (len(losses), "; ".join(losses)), seeds=request.seeds)
+                continue
+            if losses:  # (its total: every attempt's)
+                verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
+            return verdict
+        if self._closing.is_set():  # lost to the close, not to the GPUs: no verdict, a resume judges it
+            raise PoolClosed("the judge pool was closed while this candidate was judged")
+        verdict = judge_error_verdict(task.name, str(candidate), "judged %d times, and each time lost: %s"
+                                      % (len(losses), "; ".join(dict.fromkeys(losses))), seeds=request.seeds)
+        verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
+        return verdict
 
     def _judge_once(self, task: Task, request: JudgeRequest, resolved: JudgeOptions) -> Verdict:
-        """One attempt on one worker. SlotLost: this attempt's verdict cannot stand (its GPU
-        was taken out of service); the caller judges the candidate again elsewhere."""
+        """One attempt on one worker. SlotLost: this attempt's verdict cannot stand (its GPU is
+        out of service, or was taken out after it); the caller judges the candidate again elsewhere."""
         index = self._take_slot()
         started = time.monotonic()  # (the verdict's total: from a worker taking it up)
         try:
@@ -373,20 +384,23 @@ class JudgePool:
                 worker = self._worker(index)
                 data = worker.judge(request, job_timeout(task, resolved))
                 data["task"] = data.get("task") or task.name
-                verdict, suspect = Verdict.from_dict(data), data.get("kind") == FailureKind.GPU_FAULT.value
+                verdict, suspect = Verdict.from_dict(data), data.get("kind") in SUSPECT_KINDS
             except WorkerLost as exc:
                 if self._closing.is_set():
                     raise PoolClosed("the judge pool was closed while this candidate was judged") from exc
                 self._lost(index, exc)  # (a dead Ray actor raises SlotLost here)
                 verdict, suspect = judge_error_verdict(task.name, request.candidate_path, str(exc),
                                                        seeds=request.seeds), True
+            verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)  # (not the check's)
             device = self._device_of(index)
+            if suspect and not self.health.in_service(device):  # another worker's check retired it meanwhile
+                raise SlotLost(f"{self._device_name(device)} was taken out of service while this candidate "
+                               f"was judged there ({verdict.kind.value})")
             if self.health.record(device, suspect):
                 why = self.health.check(device, lambda: self._known_good_fails(index))
                 if why is not None:
                     raise SlotLost(f"{self._device_name(device)} was taken out of service after this "
                                    f"candidate's {verdict.kind.value}: {why}")
-            verdict.stage_seconds["total"] = round(time.monotonic() - started, 3)
             return verdict
         finally:
             self._give_back(index)
@@ -423,17 +437,28 @@ class JudgePool:
         self._replace(index)
 
     def _known_good_fails(self, index: int) -> str | None:
-        """Judge the known-good kernel on the worker at `index` (its GPU under suspicion): None
-        when it passes, else what went wrong."""
+        """Judge the known-good kernel on a fresh worker at `index` (its GPU under suspicion; fresh,
+        so that nothing a candidate left in the old worker's caches can fail the check): None
+        when it passes, else what went wrong. PoolClosed when the pool closes meanwhile (a
+        close is not the GPU's failure)."""
+        if self._closing.is_set():
+            raise PoolClosed("the judge pool was closed before a GPU was checked")
         task, path = known_good_job()
         self.admit([task])
         opts = replace(self.options, perf=False, profile="off").resolved(self.backend)
         request = JudgeRequest(task_ref=task.ref, candidate_path=str(path), seeds=opts.draw_seeds(), options=opts)
         try:
+            self._replace(index)
             data = self._worker(index).judge(request, job_timeout(task, opts))
-        except WorkerLost as exc:
-            self._lost(index, exc)
-            return f"its worker was lost judging it: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a check that cannot run says the GPU cannot either
+            if self._closing.is_set():
+                raise PoolClosed("the judge pool was closed while a GPU was checked") from exc
+            if isinstance(exc, WorkerLost):
+                self._lost(index, exc)
+            return f"its worker was lost judging it: {exc}" if isinstance(exc, WorkerLost) else \
+                f"the check itself failed: {exc!r}"
+        if self._closing.is_set():
+            raise PoolClosed("the judge pool was closed while a GPU was checked")
         if data.get("correct"):
             return None
         return f"{task.name}'s reference Triton kernel got {data.get('kind')}: {str(data.get('reason'))[:300]}"
