@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -153,7 +154,7 @@ class AgentSession:
         for task, run in self.pending():
             by_task.setdefault(task.name, (task, []))[1].append(run)
         # at most `concurrency` tasks at once (each holds a thread while its islands work or wait)
-        self._spread([lambda t=t, runs=runs: task_epochs(t, runs) for t, runs in by_task.values()], self.concurrency)
+        self._spread([partial(task_epochs, t, runs) for t, runs in by_task.values()], self.concurrency)
 
     def _holding(self, slots: threading.BoundedSemaphore, work: Callable[[], Any]) -> Any:
         """`work()` while holding one of `slots` (the session's task-runs at work); nothing once
@@ -181,7 +182,7 @@ class AgentSession:
                 self.ctx.on_event("error", {"task": task.name, "run": run, "error": repr(exc)})
 
         runs = [(t, r, self._task_run(t, r)) for t, r in todo]  # briefs: here, once
-        self._spread([lambda t=t, r=r, tr=tr: one(t, r, tr) for t, r, tr in runs], bound or self.concurrency)
+        self._spread([partial(one, t, r, tr) for t, r, tr in runs], bound or self.concurrency)
 
     def _spread(self, jobs: list[Callable[[], None]], bound: int | None = None) -> None:
         """Each of `jobs` on a thread (at most `bound` at once; default: all), waited for."""
