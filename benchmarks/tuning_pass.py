@@ -1,5 +1,6 @@
 """The LLM-free tuning pass on the built-in suite's Triton references: each reference is judged
-as a candidate, then its launch parameters are swept (agent/tuning.py) within a budget; reported
+as a candidate, then its launch parameters are swept (agent/tuning.py, its variants
+from launchknobs.py) within a budget; reported
 per task: the reference's speedup against torch, the tuned variant's (when one beats it), the
 variants tried and passed, and the judge time the pass cost.
 

@@ -1,4 +1,4 @@
-"""The tuning pass (agent/tuning.py): the source rewrites, byte for byte; the keep rule and the
+"""The tuning pass (agent/tuning.py) and its source rewrites (launchknobs.py), byte for byte; the keep rule and the
 budget with a fake judge; and once end to end with the real judge on the CPU interpreter."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 
 from .agent_support import TINY_ADD, kernel
 from kernelwright.agent.memory import Attempt
-from kernelwright.agent.tuning import TuneBudget, TuneResult, tune, variants
+from kernelwright.agent.tuning import TuneBudget, TuneResult, tune
 from kernelwright.judge.common.verdict import Verdict
+from kernelwright.launchknobs import variants
 from kernelwright.tasks import Task
 
 

@@ -9,6 +9,8 @@ boundary fails CI instead of waiting for a review.
 - `judge/worker/` never imports the coordinator; `judge/coordinator/` never imports the worker's or
   the sandbox's code (it starts workers as processes).
 - No import circle anywhere in kernelwright, counting imports inside functions too.
+- `llm/` (its test models included) never imports the agent; `launchknobs.py`, which both use,
+  imports nothing of kernelwright.
 """
 
 from __future__ import annotations
@@ -154,6 +156,19 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circles():
     assert _circles(_graph()) == []
+
+
+def test_the_llm_layer_never_imports_the_agent():
+    """Its test models included (the editing model's rewrites come from launchknobs.py)."""
+    bad = [f"{path.relative_to(SRC)}:{line} imports {module}" for path in _files("llm")
+           for module, _, line in _imports(path)
+           if module == "kernelwright.agent" or module.startswith("kernelwright.agent.")]
+    assert bad == []
+
+
+def test_launchknobs_imports_nothing_of_kernelwright():
+    path = PACKAGE / "launchknobs.py"
+    assert [m for m, _, _ in _imports(path) if m.startswith("kernelwright")] == []
 
 
 @pytest.mark.parametrize("folder", ["judge/sandbox", "judge/common"])

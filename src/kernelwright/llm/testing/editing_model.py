@@ -15,8 +15,8 @@ candidate budgets (benchmarks/evolve_vs_independent.py) and CI can test the mech
     optimize (independent: the fastest    one edit of the parent: a line taken from an inspiration
       kernel shown; evolve: the parent)   (a line that differs from the parent's only in its
                                           numbers), else a launch-parameter variant
-                                          (agent/tuning.py's `variants`: num_warps, num_stages,
-                                          block sizes)
+                                          (launchknobs.py's `variants`, as the tuning
+                                          pass makes them: num_warps, num_stages, block sizes)
     crossover (Combine the two kernels)   kernel A with each of B's differing lines taken at random
                                           (at least one)
 
@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from ...launchknobs import variants
 from .scripted_server import Answer, RecordedRequest, Script, ScriptedServer
 
 PING = "Reply with the single word: ok"
@@ -132,8 +133,6 @@ class EditingModel:
 
     @staticmethod
     def _first(seed_code: str, rng: random.Random) -> tuple[str, str]:
-        from ...agent.tuning import variants
-
         options = variants(seed_code, 4) if rng.random() < 0.5 else []
         if not options:
             return seed_code, "the seed kernel"
@@ -151,8 +150,6 @@ class EditingModel:
         if borrow and rng.random() < 0.5:
             _, edit = borrow[rng.randrange(len(borrow))]
             return _apply(parent, [edit]), f"take `{edit[1].strip()}` from another kernel"
-        from ...agent.tuning import variants
-
         options = variants(parent, 12)
         if not options:
             return parent, "no launch parameter to change: the same kernel"
