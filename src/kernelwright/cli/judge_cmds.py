@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 from rich import box
@@ -48,6 +48,12 @@ console = Console()
 SUITE_HELP = "builtin | tritonbench-revised | rocm | kernelbench | tritonbench-t"
 PATH_HELP = ("The benchmark's checkout: GEAK-eval (tritonbench-revised, rocm), KernelBench (kernelbench) "
              "or thunlp/TritonBench (tritonbench-t).")
+# what eval and profile are given: the candidate file and the task it is judged on
+CandidateArg = Annotated[Path, typer.Argument(help="Candidate Python file defining the task's entry point.")]
+TaskOpt = Annotated[str, typer.Option("--task", "-t",
+                                      help="Task name (see `kernelwright tasks`) or path to a task file.")]
+TaskSuiteOpt = Annotated[str, typer.Option("--suite", "-s", help=f"Suite of --task: {SUITE_HELP}.")]
+SuitePathOpt = Annotated[Optional[Path], typer.Option("--path", "-p", help=PATH_HELP)]
 
 
 def close_matches(name: str, names) -> str:
@@ -134,7 +140,7 @@ app.add_typer(tasks_app, name="tasks", short_help="List the tasks of a suite (ta
 def tasks_command(
     ctx: typer.Context,
     suite: str = typer.Option("builtin", "--suite", "-s", help=SUITE_HELP),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    path: SuitePathOpt = None,
     tasks: TasksOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
@@ -216,7 +222,7 @@ def tasks_command(
 def tasks_show_command(
     name: str = typer.Argument(..., help="Task name (see `kernelwright tasks`) or path to a task file."),
     suite: str = typer.Option("builtin", "--suite", "-s", help=SUITE_HELP),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    path: SuitePathOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """One task: its instruction (what a candidate must do), entry point, cases and tolerances.
@@ -259,10 +265,10 @@ def tasks_show_command(
 
 @app.command("eval", cls=Command, short_help="Judge one candidate file.")
 def eval_command(
-    candidate: Path = typer.Argument(..., help="Candidate Python file defining the task's entry point."),
-    task: str = typer.Option(..., "--task", "-t", help="Task name (see `kernelwright tasks`) or path to a task file."),
-    suite: str = typer.Option("builtin", "--suite", "-s", help=f"Suite of --task: {SUITE_HELP}."),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    candidate: CandidateArg,
+    task: TaskOpt,
+    suite: TaskSuiteOpt = "builtin",
+    path: SuitePathOpt = None,
     device: str = typer.Option("auto", help="auto | cpu (Triton interpreter) | cuda | hip"),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     judge_seeds: JudgeSeedsOpt = 3,

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.markup import escape
 
 from . import app
 from .judge_cmds import (
-    PATH_HELP,
-    SUITE_HELP,
+    CandidateArg,
+    SuitePathOpt,
+    TaskOpt,
+    TaskSuiteOpt,
     candidate_or_exit,
     console,
     device_usage_errors,
@@ -57,10 +59,10 @@ def verdict_profile(verdict, backend: str) -> dict[str, Any]:
 
 @app.command("profile", cls=Command, short_help="Profile one candidate and the reference (launches, diagnosis).")
 def profile_command(
-    candidate: Path = typer.Argument(..., help="Candidate Python file defining the task's entry point."),
-    task: str = typer.Option(..., "--task", "-t", help="Task name (see `kernelwright tasks`) or path to a task file."),
-    suite: str = typer.Option("builtin", "--suite", "-s", help=f"Suite of --task: {SUITE_HELP}."),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    candidate: CandidateArg,
+    task: TaskOpt,
+    suite: TaskSuiteOpt = "builtin",
+    path: SuitePathOpt = None,
     device: str = typer.Option("auto", help="auto | cpu (Triton interpreter: no profile) | cuda | hip"),
     level: str = typer.Option("basic", "--profile",
                               help="basic: launches, occupancy, fractions of peak (about a second); full: "
