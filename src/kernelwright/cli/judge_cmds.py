@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 from rich import box
@@ -47,6 +48,12 @@ console = Console()
 SUITE_HELP = "builtin | tritonbench-revised | rocm | kernelbench | tritonbench-t"
 PATH_HELP = ("The benchmark's checkout: GEAK-eval (tritonbench-revised, rocm), KernelBench (kernelbench) "
              "or thunlp/TritonBench (tritonbench-t).")
+# what eval and profile are given: the candidate file and the task it is judged on
+CandidateArg = Annotated[Path, typer.Argument(help="Candidate Python file defining the task's entry point.")]
+TaskOpt = Annotated[str, typer.Option("--task", "-t",
+                                      help="Task name (see `kernelwright tasks`) or path to a task file.")]
+TaskSuiteOpt = Annotated[str, typer.Option("--suite", "-s", help=f"Suite of --task: {SUITE_HELP}.")]
+SuitePathOpt = Annotated[Optional[Path], typer.Option("--path", "-p", help=PATH_HELP)]
 
 
 def close_matches(name: str, names) -> str:
@@ -83,6 +90,47 @@ def load_task_or_exit(name_or_path: str, suite: str = "builtin", path: Optional[
         raise usage_error(str(exc)) from None
 
 
+def candidate_or_exit(candidate: Path) -> None:
+    """A usage error (exit 2) naming why `candidate` cannot be a candidate file (eval, profile)."""
+    problem = candidate_problem(candidate)
+    if problem is not None:
+        raise usage_error(problem)
+
+
+def judged_task_or_exit(name_or_path: str, suite: str, path: Optional[Path], baseline: str,
+                        shrink: Optional[float] = None):
+    """The task a candidate is judged on (eval, profile): --baseline checked, the task loaded
+    (`load_task_or_exit`) and shrunk by --shrink; a usage error (exit 2) for each of them."""
+    if baseline not in ("torch", "triton"):
+        raise usage_error("--baseline must be 'torch' or 'triton'")
+    task = load_task_or_exit(name_or_path, suite, path)
+    try:
+        (task,) = shrunk_tasks([task], shrink)
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
+    if baseline == "triton" and task.triton_reference is None:
+        raise usage_error(f"task {task.name} has no Triton reference; use --baseline torch")
+    return task
+
+
+@contextmanager
+def device_usage_errors() -> Iterator[None]:
+    """A device that is not there (DeviceUnavailable) as a usage error (exit 2)."""
+    from ..judge import DeviceUnavailable
+
+    try:
+        yield
+    except DeviceUnavailable as exc:
+        raise usage_error(str(exc)) from None
+
+
+def verdict_exit(verdict) -> typer.Exit:
+    """The exit to raise for a verdict: 0 passed, 3 the judge could not decide, 1 failed a stage."""
+    if verdict.passed:
+        return typer.Exit(EXIT_PASS)
+    return typer.Exit(EXIT_JUDGE_ERROR if verdict.stage == "judge_error" else EXIT_FAIL)
+
+
 tasks_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
                         context_settings={"help_option_names": ["-h", "--help"]})
 app.add_typer(tasks_app, name="tasks", short_help="List the tasks of a suite (tasks show NAME: one task).")
@@ -92,7 +140,7 @@ app.add_typer(tasks_app, name="tasks", short_help="List the tasks of a suite (ta
 def tasks_command(
     ctx: typer.Context,
     suite: str = typer.Option("builtin", "--suite", "-s", help=SUITE_HELP),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    path: SuitePathOpt = None,
     tasks: TasksOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
@@ -174,7 +222,7 @@ def tasks_command(
 def tasks_show_command(
     name: str = typer.Argument(..., help="Task name (see `kernelwright tasks`) or path to a task file."),
     suite: str = typer.Option("builtin", "--suite", "-s", help=SUITE_HELP),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    path: SuitePathOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """One task: its instruction (what a candidate must do), entry point, cases and tolerances.
@@ -217,10 +265,10 @@ def tasks_show_command(
 
 @app.command("eval", cls=Command, short_help="Judge one candidate file.")
 def eval_command(
-    candidate: Path = typer.Argument(..., help="Candidate Python file defining the task's entry point."),
-    task: str = typer.Option(..., "--task", "-t", help="Task name (see `kernelwright tasks`) or path to a task file."),
-    suite: str = typer.Option("builtin", "--suite", "-s", help=f"Suite of --task: {SUITE_HELP}."),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    candidate: CandidateArg,
+    task: TaskOpt,
+    suite: TaskSuiteOpt = "builtin",
+    path: SuitePathOpt = None,
     device: str = typer.Option("auto", help="auto | cpu (Triton interpreter) | cuda | hip"),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     judge_seeds: JudgeSeedsOpt = 3,
@@ -244,28 +292,16 @@ def eval_command(
     2 usage error (also a task file that is rejected, e.g. its reference fails on its own
     cases), 3 the judge could not decide (the reference failed while judging, a worker was lost).
     """
-    from ..judge import DeviceUnavailable, JudgePool, detect_backend
+    from ..judge import JudgePool, detect_backend
 
-    problem = candidate_problem(candidate)
-    if problem is not None:
-        raise usage_error(problem)
+    candidate_or_exit(candidate)
     profile = profile_level(profile, no_profile)
-    if baseline not in ("torch", "triton"):
-        raise usage_error("--baseline must be 'torch' or 'triton'")
-    task_obj = load_task_or_exit(task, suite, path)
-    try:
-        (task_obj,) = shrunk_tasks([task_obj], shrink)
-    except ValueError as exc:
-        raise usage_error(str(exc)) from None
-    if baseline == "triton" and task_obj.triton_reference is None:
-        raise usage_error(f"task {task_obj.name} has no Triton reference; use --baseline torch")
+    task_obj = judged_task_or_exit(task, suite, path, baseline, shrink)
     options = judge_options(judge_seeds=judge_seeds, judge_base_seed=judge_base_seed, perf=perf,
                             timeout_scale=timeout_scale, baseline=baseline, perf_blocks=blocks,
                             sandbox=sandbox, profile=profile)
-    try:
+    with device_usage_errors():
         backend, _ = detect_backend(device)
-    except DeviceUnavailable as exc:
-        raise usage_error(str(exc)) from None
     note = ""
     if perf and backend == "cpu":
         estimate = interpreter_perf_estimate(task_obj, blocks)
@@ -277,14 +313,12 @@ def eval_command(
         note = f", timing >= {calls} interpreted calls, about {low:.0f}-{high:.0f} min"
         if as_json:
             err_console.print(f"[yellow]--force:[/] {escape(estimate)}", highlight=False)
-    try:
-        with JudgePool(device, workers=1, options=options, workers_per_device=workers_per_device) as pool:
-            if as_json:
-                verdict = pool.judge(task_obj, candidate)
-            else:
-                verdict = judge_with_status(pool, task_obj, candidate, note)
-    except DeviceUnavailable as exc:
-        raise usage_error(str(exc)) from None
+    with device_usage_errors(), JudgePool(device, workers=1, options=options,
+                                          workers_per_device=workers_per_device) as pool:
+        if as_json:
+            verdict = pool.judge(task_obj, candidate)
+        else:
+            verdict = judge_with_status(pool, task_obj, candidate, note)
     unchecked = unchecked_cases(verdict)
     if as_json:
         data = verdict.to_dict()
@@ -293,9 +327,7 @@ def eval_command(
         print(json.dumps(data, indent=2))
     else:
         print_verdict(verdict)
-    if verdict.passed:
-        raise typer.Exit(EXIT_PASS)
-    raise typer.Exit(EXIT_JUDGE_ERROR if verdict.stage == "judge_error" else EXIT_FAIL)
+    raise verdict_exit(verdict)
 
 
 # What one perf case costs each side when a call is slower than a timing block (always, under the

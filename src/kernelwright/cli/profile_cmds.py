@@ -6,16 +6,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.markup import escape
 
 from . import app
-from .judge_cmds import PATH_HELP, SUITE_HELP, console, load_task_or_exit
+from .judge_cmds import (
+    CandidateArg,
+    SuitePathOpt,
+    TaskOpt,
+    TaskSuiteOpt,
+    candidate_or_exit,
+    console,
+    device_usage_errors,
+    judged_task_or_exit,
+    verdict_exit,
+)
 from .options import Command, JudgeBaseSeedOpt, JudgeSeedsOpt, SandboxOpt, TimeoutScaleOpt, judge_options
 from .profile_view import profile_table
-from .usage import EXIT_FAIL, EXIT_JUDGE_ERROR, EXIT_PASS, candidate_problem, err_console, usage_error
+from .usage import err_console, usage_error
 
 # what the command says when the judge gave no profile under the interpreter (the judge's own
 # sentence, where it makes one, is printed instead)
@@ -49,10 +59,10 @@ def verdict_profile(verdict, backend: str) -> dict[str, Any]:
 
 @app.command("profile", cls=Command, short_help="Profile one candidate and the reference (launches, diagnosis).")
 def profile_command(
-    candidate: Path = typer.Argument(..., help="Candidate Python file defining the task's entry point."),
-    task: str = typer.Option(..., "--task", "-t", help="Task name (see `kernelwright tasks`) or path to a task file."),
-    suite: str = typer.Option("builtin", "--suite", "-s", help=f"Suite of --task: {SUITE_HELP}."),
-    path: Optional[Path] = typer.Option(None, "--path", "-p", help=PATH_HELP),
+    candidate: CandidateArg,
+    task: TaskOpt,
+    suite: TaskSuiteOpt = "builtin",
+    path: SuitePathOpt = None,
     device: str = typer.Option("auto", help="auto | cpu (Triton interpreter: no profile) | cuda | hip"),
     level: str = typer.Option("basic", "--profile",
                               help="basic: launches, occupancy, fractions of peak (about a second); full: "
@@ -76,28 +86,18 @@ def profile_command(
     needs a GPU), 1 failed a stage (its reason is printed; a failing kernel is not profiled),
     2 usage error, 3 the judge could not decide.
     """
-    from ..judge import DeviceUnavailable
-
-    problem = candidate_problem(candidate)
-    if problem is not None:
-        raise usage_error(problem)
+    candidate_or_exit(candidate)
     if level not in LEVELS:
         raise usage_error(f"--profile must be one of {', '.join(LEVELS)} (not {level!r})")
-    if baseline not in ("torch", "triton"):
-        raise usage_error("--baseline must be 'torch' or 'triton'")
-    task_obj = load_task_or_exit(task, suite, path)
-    if baseline == "triton" and task_obj.triton_reference is None:
-        raise usage_error(f"task {task_obj.name} has no Triton reference; use --baseline torch")
+    task_obj = judged_task_or_exit(task, suite, path, baseline)
     flags = {"judge_seeds": judge_seeds, "judge_base_seed": judge_base_seed, "timeout_scale": timeout_scale,
              "baseline": baseline, "sandbox": sandbox}
-    try:
+    with device_usage_errors():
         if as_json:
             verdict, backend = judge_for_profile(task_obj, candidate, device, level, **flags)
         else:
             with console.status(f"judging and profiling {escape(candidate.name)} on task {escape(task_obj.name)}"):
                 verdict, backend = judge_for_profile(task_obj, candidate, device, level, **flags)
-    except DeviceUnavailable as exc:
-        raise usage_error(str(exc)) from None
     profile = verdict_profile(verdict, backend)
     if as_json:
         print(json.dumps({"task": verdict.task, "candidate": verdict.candidate, "passed": verdict.passed,
@@ -105,9 +105,7 @@ def profile_command(
                           "speedup": verdict.speedup, "profile": profile}, indent=2))
     else:
         print_profile(verdict, profile, backend)
-    if verdict.passed:
-        raise typer.Exit(EXIT_PASS)
-    raise typer.Exit(EXIT_JUDGE_ERROR if verdict.stage == "judge_error" else EXIT_FAIL)
+    raise verdict_exit(verdict)
 
 
 def print_profile(verdict, profile: dict[str, Any], backend: str) -> None:

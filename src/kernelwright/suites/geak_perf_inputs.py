@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tasks.values import tensors_in
+
 # Building case k replays the script's work for cases 0..k-1 on the meta device: cheap for scripts
 # that draw tensors, not for ones that loop in Python over columns (int4 packing: ~10^6 torch calls,
 # 25 s). Past this many calls for the whole script, it is built once, its own way. (A count, not a
@@ -41,23 +43,6 @@ class Unfollowable(RuntimeError):
 class _CaseDone(BaseException):
     """Raised inside the script once the wanted case is built (BaseException: a script's own
     `except Exception` must not swallow it)."""
-
-
-def _walk_tensors(value: Any, torch) -> list:
-    found = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            found.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-
-    walk(value)
-    return found
 
 
 # Constructors whose memory is left uninitialised. A script's `torch.empty` on the CPU got fresh,
@@ -193,6 +178,6 @@ def one_case(perf: Any, index: int, device: str) -> Any:
         raise Unfollowable(f"the script built fewer than {index + 1} inputs this way") from None
     if not stopped and len(built) != index + 1:
         raise Unfollowable("the script did not build its inputs one case at a time")
-    if any(t.device.type == "meta" for t in _walk_tensors(entry, torch)):
+    if any(t.device.type == "meta" for t in tensors_in(entry, torch)):
         raise Unfollowable("an input of this case is derived from tensors made before its window")
     return entry

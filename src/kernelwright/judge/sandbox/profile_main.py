@@ -35,11 +35,12 @@ import traceback
 from dataclasses import replace
 
 from ...tasks import load_task_ref
+from ...tasks.values import tensors_in
 from ..common import procs
 from . import confinement, triton_hooks
-from .child import _use_triton_cache
 from .harness import bound_case, seed_globals
 from .launches import LaunchCounter
+from .stdio import redirect_stdio, use_triton_cache
 
 ROLES = {"candidate": "candidate", "reference": "kernelwright_baseline"}
 
@@ -74,20 +75,6 @@ def _tcp_rules(spec: str | None) -> dict:
     return {"allow_tcp": False, "tcp_connect_ports": ports, "tcp_bind_ports": ports}
 
 
-def _redirect_output(scratch: str) -> None:
-    """Everything this process (and the code it loads) prints goes to its own log: never to the
-    profiler's stream, where it could pass for the profiler's output."""
-    fd = os.open(os.path.join(scratch, "profile.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-
-
 def _confine(args: argparse.Namespace, base) -> dict:
     """Enter the confinement (see the module's docstring); the record as a dict."""
     if args.sandbox == "off":
@@ -107,18 +94,8 @@ def _io_bytes(torch, values) -> int:
     """Bytes of the distinct tensors among `values` (nested tuples, lists, dicts): inputs and
     outputs that share storage (an in-place op) count once."""
     seen: dict[int, int] = {}
-
-    def walk(v):
-        if isinstance(v, torch.Tensor):
-            seen.setdefault(v.data_ptr() or id(v), v.numel() * v.element_size())
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-
-    walk(values)
+    for t in tensors_in(values, torch):
+        seen.setdefault(t.data_ptr() or id(t), t.numel() * t.element_size())
     return sum(seen.values())
 
 
@@ -172,11 +149,13 @@ def run(args: argparse.Namespace, record: dict) -> dict:
 
 def _child(args: argparse.Namespace, base) -> int:
     procs.die_with_parent()
-    _redirect_output(args.scratch)
+    # everything this process (and the code it loads) prints goes to its own log: never to the
+    # profiler's stream, where it could pass for the profiler's output
+    redirect_stdio(os.path.join(args.scratch, "profile.log"))
     result: dict = {"ok": False}
     try:
         record = _confine(args, base)
-        _use_triton_cache(args.triton_cache)
+        use_triton_cache(args.triton_cache)
         result = run(args, record)
         code = 0
     except BaseException as exc:  # noqa: BLE001 - reported, never unwound into the parent's code
