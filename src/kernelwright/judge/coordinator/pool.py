@@ -4,6 +4,8 @@ The coordinator lives in the trusted process (CLI, agent) and never imports cand
 starts one worker per GPU (a few on CPU) as separate Python processes, sends them judge requests
 over private pipes and collects verdicts. A worker that dies or stops answering is replaced and
 the candidate gets a `judge_error` verdict: a run never crashes and never loses a result.
+Candidates come in, and their verdicts go out, through `submissions` (`submit`, `judge`,
+`judge_many`); this module judges each candidate file on its workers.
 """
 
 from __future__ import annotations
