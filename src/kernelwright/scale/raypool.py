@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import queue
 import time
-from concurrent.futures import Future
 from pathlib import Path
 
 from ..judge.common.options import JudgeOptions
@@ -222,10 +221,7 @@ class RayJudgePool(JudgePool):
         self._closing = threading.Event()
         self.device_info: dict = {}
         self.private = private_dir()
-        self._sources = None
-        self._submitter = None
-        self._pending: set[Future] = set()
-        self._submitted = 0
+        self._init_submissions()
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelwright-spawner")
         self._task_files: list[str] = []
 

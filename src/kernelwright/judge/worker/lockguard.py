@@ -18,7 +18,7 @@ The worker looks wherever the candidate has no request in flight, and fails it (
 - while it waits for its own timing turn (`gpulock.device_lock`'s `check`).
 What it cannot name: a hold taken through a descriptor a process inherited from a locker that is
 gone (/proc/locks names the locker's pid). A worker waiting for its timing turn behind such a hold
-gives up after `worker.MAX_TURN_WAIT_S` with a judge error; the candidate's processes are killed
+gives up after `gputurn.MAX_TURN_WAIT_S` with a judge error; the candidate's processes are killed
 at the verdict's end. Holders are matched by inode alone (/proc/locks gives the device as the
 kernel sees it, which need not match `st_dev` under overlay filesystems): another file of the same
 inode number on another filesystem, locked at the same moment, would be taken for ours.

@@ -8,12 +8,14 @@ It runs the cascade (call -> correctness -> performance), compares everything it
 a `Verdict` as a dict. Any failure of a candidate child (exception, crash, hang, GPU fault, early
 exit) becomes a verdict with a reason; the child's whole process group is then killed.
 
-This module owns the processes (forking children, the spares, the reference kept per task, the
-strays), the GPU lock as this worker holds it (shared by its children's checks, exclusive for a
-timing turn), and the verdict's beginning and end (`Judging`). The stages are `correctness` (the
-perf-size checks included) and `performance`, each handed this worker as the narrow interface
-it uses (`interfaces`); the pipe to a child is `child_process`; failures and the retry policy
-are `failures`.
+This module owns the processes (forking children, each with its sandbox, the spares, the
+reference kept per task, the strays, the candidate's process tree) and `main`. `Worker` is made of
+three parts: these, the GPU lock as this worker holds it (shared by its children's checks,
+exclusive for a timing turn: `gputurn.GpuTurns`), and the cascade of one request with the
+verdict's beginning and end (`cascade.Cascade`). The stages are `correctness` (the perf-size
+checks included) and `performance`, each handed this worker as the narrow interface it uses
+(`interfaces`); the pipe to a child is `child_process`; failures and the retry policy are
+`failures`.
 
 Started by the coordinator (`pool.py`) as `python -m kernelwright.judge.worker.process --fd N --device D`.
 """
@@ -21,51 +23,40 @@ Started by the coordinator (`pool.py`) as `python -m kernelwright.judge.worker.p
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import signal
 import sys
 import tempfile
-import time
 from multiprocessing.connection import Connection
-from typing import Any, Iterator
+from typing import Any
 
-from ...tasks import load_task_ref
 from ...tasks.files import CACHE_ROOT_ENV, cache_root, ref_files
-from ..common import footprint, lockholders, procs
+from ..common import footprint, procs
 from ..common.footprint import proc_status_bytes
-from ..common.gpulock import DRAIN_REPORT_S, MAX_LOCK_CREDIT_S, device_lock, ensure_lock_files
-from ..common.knobs import TRACE, trace
-from ..common.messages import ErrorReply, MemoryReport, MessageError, parse_reply
+from ..common.gpulock import ensure_lock_files
+from ..common.messages import ErrorReply, MessageError, parse_reply
 from ..common.options import ChildOptions, JudgeOptions, WorkerOptions
 from ..common.requests import (
     WORKER_REQUESTS,
     ExitRequest,
     JudgeRequest,
     LoadRequest,
-    MemoryFractionRequest,
-    MemoryRequest,
-    SyncRequest,
     parse_request,
 )
-from ..common.verdict import FailureKind, Verdict, submitted_path
-from ..sandbox.confinement import ChildSandbox, base_policy, candidate_data_limit, keep_source_path, process_limit
-from . import lockguard
+from ..sandbox.confinement import ChildSandbox, base_policy, candidate_data_limit, process_limit
+from .cascade import Cascade
 from .child_process import ChildFailure, ChildProcess
+from .failures import JudgeError, error_kind
+from .gputurn import GpuTurns
 from .heartbeat import Heartbeat
-from .correctness import CorrectnessStage, check_perf_cases
-from .failures import CaseFailed, JudgeError, ProbeFailed, ask, error_kind
-from .performance import run_performance
-from .profiling import run_profile
 from .state import Judging
 
-# The longest a worker waits for its timing turn during a verdict (the most a child's queueing is
-# credited per reply: `MAX_LOCK_CREDIT_S`)
-MAX_TURN_WAIT_S = MAX_LOCK_CREDIT_S
 
+class Worker(GpuTurns, Cascade):
+    """The worker's processes (this module), the GPU lock as it holds it (`GpuTurns`) and the
+    cascade of one request (`Cascade`)."""
 
-class Worker:
     def __init__(self, device: str, options: WorkerOptions | None = None) -> None:
         self.device = device
         self.options = options or WorkerOptions()
@@ -93,93 +84,6 @@ class Worker:
         self.task_files: tuple[str, ...] = tuple(self.options.task_files)
         self.base_policy = None
 
-    # -- the GPU lock, as this worker holds it -------------------------------------------------
-    @property
-    def share_gpu(self) -> bool:
-        """Whether a request's children take the GPU lock shared around their GPU work: not while
-        this worker holds it exclusively, and never when it is its GPU's only worker (the pool
-        says how many share it: `gpu_workers`). Alone on its GPU, its children then take no lock,
-        step aside at no launch and sync before no compile; its timing turns still take the lock
-        exclusively (uncontended: one flock per task), so another run's checks on the same GPU
-        still wait for them."""
-        return self.options.gpu_workers > 1 and not self.exclusive_held
-
-    @contextlib.contextmanager
-    def exclusive(self, task_name: str) -> Iterator[tuple[float, float]]:
-        """Hold this GPU exclusively for the block (a no-op when already held); yields (seconds
-        spent waiting for it, of which at the turnstile draining readers in flight). A long drain
-        is traced with the processes it waits for (KERNELWRIGHT_TRACE=1). During a verdict the wait
-        raises the candidate's `gpu_lock_held` failure when the candidate's processes hold the lock
-        (`lockguard`), and a `JudgeError` after `MAX_TURN_WAIT_S`: a hold nobody can be named for
-        (a descriptor inherited from a locker that is gone) ends in a verdict, not a hang."""
-        if self.exclusive_held:
-            yield 0.0, 0.0
-            return
-        mark = time.monotonic()
-
-        def long_drain(holders: list[str]) -> None:
-            trace(task_name, f"taking the GPU alone: draining for {DRAIN_REPORT_S:g} s so far, behind "
-                  + ("; ".join(holders) if holders else "no holder found in /proc/locks"))
-
-        check = self._turn_wait_check(mark)
-        with device_lock(self.device, exclusive=True, on_long_drain=long_drain if TRACE else None,
-                         check=check) as drained:
-            self.exclusive_held = True
-            try:
-                yield time.monotonic() - mark, drained
-            finally:
-                self.exclusive_held = False
-
-    def _turn_wait_check(self, since: float):
-        """What a wait for the timing turn runs every second during a verdict (None outside one)."""
-        guard = self.lock_guard
-        if guard is None:
-            return None
-
-        def check() -> None:
-            guard("while its worker waited for the GPU alone")
-            if time.monotonic() - since > MAX_TURN_WAIT_S:
-                raise JudgeError(f"waited more than {MAX_TURN_WAIT_S:g} s for the GPU alone, behind "
-                                 f"pid(s) {sorted(lockholders.gpu_lock_holders() or {})} holding its lock")
-        return check
-
-    @contextlib.contextmanager
-    def timing_turn(self, verdict: Verdict) -> Iterator[None]:
-        """`exclusive`, with the wait added to the verdict's `wait_exclusive` and the time held to
-        `performance`."""
-        with self.exclusive(verdict.task) as (waited, drained):
-            got = time.monotonic()
-            seconds = verdict.stage_seconds
-            seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
-            # the part of it spent with the turnstile closed (other workers' new checks queued)
-            seconds["wait_exclusive_drain"] = round(seconds.get("wait_exclusive_drain", 0.0) + drained, 3)
-            try:
-                yield
-            finally:
-                seconds["performance"] = round(seconds.get("performance", 0.0) + time.monotonic() - got, 3)
-                trace(verdict.task, f"timing turn: waited {waited:.2f} s ({drained:.2f} s draining others' "
-                                    f"checks), held the GPU {time.monotonic() - got:.2f} s")
-
-    def candidate_memory_cap(self, cand: ChildProcess, fraction: float, opts: JudgeOptions, stage: str) -> None:
-        """Set the candidate's GPU memory cap (1.0: the whole GPU). The cap keeps a runaway candidate from
-        starving the other workers' processes; while this worker has the GPU alone it only failed
-        legitimate large shapes (two 8 GiB tensors of fast_rope_embedding, cloned per block). On
-        the CPU the child only acknowledges it."""
-        ask(cand, MemoryFractionRequest(fraction=fraction), opts.perf_timeout, "setting the candidate's memory cap",
-            stage)
-
-    @contextlib.contextmanager
-    def alone_with(self, cand: ChildProcess, opts: JudgeOptions) -> Iterator[None]:
-        """The candidate's memory cap lifted for the block (the caller holds the GPU exclusively)."""
-        self.candidate_memory_cap(cand, 1.0, opts, "performance")
-        try:
-            yield
-        finally:
-            try:
-                self.candidate_memory_cap(cand, self._memory_fraction, opts, "performance")
-            except (CaseFailed, JudgeError, ChildFailure):
-                pass  # the candidate is finished with either way; its verdict already says why
-
     # -- children ---------------------------------------------------------------------------
     def _add_lock_stats(self, stats: dict) -> None:
         if self.judging is not None:
@@ -190,11 +94,6 @@ class Worker:
         if role == "reference":
             child.max_reply_bytes = self.reply_limit
         return child
-
-    @property
-    def _memory_fraction(self) -> float:
-        """The share of GPU memory a candidate process may take while the GPU is shared."""
-        return self.options.memory_fraction
 
     def _child_options(self, role: str) -> ChildOptions:
         return ChildOptions(memory_fraction=self._memory_fraction if role == "candidate" else None,
@@ -367,140 +266,6 @@ class Worker:
     def resume_candidate(cand: ChildProcess, others: list[int]) -> None:
         procs.signal_all(others, signal.SIGCONT)
         cand.resume()
-
-    # -- the cascade ------------------------------------------------------------------------
-    def judge(self, request: JudgeRequest) -> dict:
-        task = load_task_ref(request.task_ref)
-        self._admit(task)
-        started = time.monotonic()
-        trace(task.name, f"judging {request.candidate_path}")
-        result = self._judge_probing(task, request)
-        if self.device != "cpu" and self.judging.ran_out_of_memory:
-            # Other workers' processes hold GPU memory while checks share the GPU: a task that ran
-            # out of it is judged again with the GPU to itself (a real excess fails again).
-            self._close_references()
-            with self.exclusive(task.name) as (waited, _):
-                result = self._judge_probing(task, request)
-            seconds = result.setdefault("stage_seconds", {})
-            seconds["wait_exclusive"] = round(seconds.get("wait_exclusive", 0.0) + waited, 3)
-            result.setdefault("flags", []).append("ran out of GPU memory next to other workers: judged "
-                                                  "again with the GPU to itself")
-        trace(task.name, f"verdict {result.get('stage')} after {time.monotonic() - started:.1f} s")
-        return result
-
-    def _judge_probing(self, task, request: JudgeRequest) -> dict:
-        try:
-            return self._judge(task, request)
-        except ProbeFailed as exc:
-            self.no_probe[task.ref] = str(exc)
-            self._close_references()  # its CUDA context may be broken
-            return self._judge(task, request)
-
-    def _judge(self, task, request: JudgeRequest) -> dict:
-        opts = request.options
-        # (stage and kind are placeholders: every ending below sets both)
-        verdict = Verdict(task=task.name, candidate=request.candidate_path, stage="call", call=False,
-                          correct=False, reason="", device=dict(self.info), seeds=list(request.seeds),
-                          baseline=opts.baseline, kind=FailureKind.JUDGE_ERROR)
-        j = self.judging = Judging(task, opts, verdict, probe=task.ref not in self.no_probe)
-        try:
-            self._cascade(j)
-            j.passed()
-        except ProbeFailed:
-            raise
-        except CaseFailed as failure:
-            j.case_failed(failure)
-        except JudgeError as exc:
-            # A probe can break the reference directly, or leave poisoned memory behind in its
-            # allocator that a later, clean call reads (garbage indices): either way the task is
-            # judged again in fresh processes, without probes.
-            if (j.probe_failures or j.probed) and j.probe:
-                raise ProbeFailed(j.probe_failures[0] if j.probe_failures else
-                                  f"after a probe: {str(exc).splitlines()[0][:300]}") from None
-            j.judge_failed(exc)
-        except Exception as exc:  # noqa: BLE001 - a bug in the judge must not lose the verdict
-            j.internal_error(exc)
-        finally:
-            self._finish(j)
-        return verdict.to_dict()
-
-    def _cascade(self, j: Judging) -> None:
-        """Load both sides, then call -> correctness -> performance; a failure raises."""
-        task, opts, verdict = j.task, j.opts, j.verdict
-        if task.unsupported:
-            raise JudgeError(f"task {task.name} cannot run on this platform: {task.unsupported}")
-        baseline_path = str(task.triton_reference) if opts.baseline == "triton" else None
-        if opts.baseline == "triton" and task.triton_reference is None:
-            raise JudgeError(f"task {task.name} has no Triton reference to use as the baseline")
-        if task.ref in self.no_probe:
-            verdict.flags.append("the reference failed on poisoned memory, so it was not probed for "
-                                 f"outputs it leaves unwritten ({self.no_probe[task.ref]})")
-        measure = bool(opts.perf and task.perf_cases)
-        # Load, call and correctness checks share the GPU with other workers: each child holds
-        # the lock shared around its own GPU work, never while compiling (see gpulock).
-        mark = time.monotonic()
-        j.ref = self._reference_child(task, baseline_path, opts)
-        j.cand = self._candidate_child(task, opts)
-        verdict.stage_seconds["reference_load"] = round(time.monotonic() - mark, 3)
-        self.lock_guard = lockguard.install(self, j)
-        CorrectnessStage(self, j).run()
-        if measure:
-            # Correctness at perf sizes, and with it the JIT compilation and autotuning at
-            # those shapes (CPU-bound, seconds per task), shares the GPU the same way; only
-            # re-tuning, warm-up and timing hold it exclusively, in one turn per task.
-            verdict.stage = "performance"
-            checked = check_perf_cases(self, j)
-            run_performance(self, j, checked)
-        # Every reply read was the one due: a frame the candidate wrote on the channel itself and
-        # left unread would answer this request instead.
-        ask(j.cand, SyncRequest(), opts.case_timeout, "finishing", "performance" if measure else "correctness")
-        # The verdict is decided (it passes): the profile describes it, never changes it (run_profile never raises)
-        run_profile(self, j, measure)
-
-    def _finish(self, j: Judging) -> None:
-        """The verdict's end, however it went: memory report, the candidate gone, spares forked
-        for the next verdict, the children's lock statistics."""
-        verdict = j.verdict
-        self.lock_guard = None
-        lockguard.uninstall(j)
-        if j.opts.measure_memory:
-            verdict.memory = self._memory_report(j.ref, j.cand, j.opts)
-        if j.cand is not None:
-            if not verdict.log_tail:
-                verdict.log_tail = j.cand.log_tail()
-            if j.cand.scratch_dir:
-                submitted_path(verdict, keep_source_path(j.cand.scratch_dir, verdict.candidate))
-            j.cand.close()
-            j.cand.remove_log()
-        self._collect_strays()
-        self.spare = self._fork("candidate", None)
-        if self.spare_reference is None:
-            self.spare_reference = self._fork("reference", None)
-        j.record_lock_stats()
-        if j.longest_hold[0]:
-            trace(j.task.name, f"longest shared hold without a look for a timing turn: "
-                               f"{j.longest_hold[0]:.2f} s ({j.longest_hold[1]})")
-
-    def _memory_report(self, ref: ChildProcess | None, cand: ChildProcess | None, opts: JudgeOptions) -> dict:
-        """Peak memory of each process of this verdict (`JudgeOptions.measure_memory`): each
-        child's own report (a child that died or failed to answer has none), and this worker's."""
-
-        report: dict[str, Any] = {}
-        for name, child in (("reference", ref), ("candidate", cand)):
-            if child is None or not child.alive:
-                continue
-            try:
-                reply = parse_reply(child.request(MemoryRequest(), opts.case_timeout, "reporting its memory"),
-                                    "memory", child.role)
-            except (ChildFailure, MessageError):
-                continue
-            if isinstance(reply, MemoryReport):
-                report[name] = {k: v for k, v in vars(reply).items() if k not in ("op", "ok", "seq")}
-        status = proc_status_bytes()
-        report["worker"] = {"rss_start_bytes": getattr(self, "rss_start", 0), "rss_bytes": status.get("VmRSS", 0),
-                            "rss_peak_bytes": status.get("VmHWM", 0)}
-        return report
-
 
 # -- process entry ------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> None:

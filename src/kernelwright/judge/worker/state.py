@@ -1,7 +1,7 @@
 """One verdict in the making (`Judging`): the task, the request's options, the verdict being
 filled in, the two children, and what the stages learn on the way (probe reports, perf-case
 sizes, the candidate's autotuner picks, its children's GPU-lock statistics). It lives for one
-call of `Worker._judge`; nothing of it outlasts its verdict.
+call of `Worker._judge` (cascade.py); nothing of it outlasts its verdict.
 """
 
 from __future__ import annotations
