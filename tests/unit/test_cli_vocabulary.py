@@ -479,7 +479,10 @@ AGENT_STARTS = {"generate": ["generate", "--task", "vector_add"],
 @pytest.mark.parametrize("args, says", [(["--executor", "slurm"], "unknown executor 'slurm'"),
                                         (["--address", "auto"], "--address is for --executor ray"),
                                         (["--gpus", "0", "--executor", "ray"], "--gpus is for --executor local"),
-                                        (["--gpus", "a"], "a comma list of GPU indices")])
+                                        (["--gpus", "a"], "a comma list of GPU indices"),
+                                        (["--executor", "ray", "--address", "127.0.0.1:1"],
+                                         "cannot reach the Ray cluster at 127.0.0.1:1"),
+                                        (["--executor", "ray", "--address", "head-node"], "give host:port")])
 def test_agent_commands_refuse_a_bad_executor(runner, captured, tmp_path, command, args, says):
     result = runner.invoke(app, [*AGENT_STARTS[command], *OFFLINE, *args, "--out", str(tmp_path / "run"), "--json"])
     assert result.exit_code == 2 and says in flat(result.output), result.output
@@ -525,9 +528,13 @@ def test_bench_on_ray_keeps_4_task_runs_per_actor_in_flight(runner, captured, fa
     assert captured["agent"]["concurrency"] == 12
 
 
-def test_a_run_started_locally_resumes_on_ray(runner, captured, fake_cluster, tmp_path):
+def test_a_run_started_locally_resumes_on_ray(runner, captured, fake_cluster, tmp_path, monkeypatch):
     """The executor is the machine's, not the run's: a resume takes --executor, --address and
     --gpus whatever the run was started with."""
+    from kernelwright.judge.coordinator import backend
+
+    # a host with one GPU for the local start's --gpus 0 (checked before the run exists)
+    monkeypatch.setattr(backend, "detect_backend", lambda device="auto": ("cuda", 1))
     run = tmp_path / "run"
     stopped(runner.invoke(app, [*AGENT_STARTS["generate"], *OFFLINE, "--gpus", "0", "--out", str(run)]))
     result = runner.invoke(app, ["generate", "--resume", str(run), "--offline", "--executor", "ray",
@@ -556,3 +563,15 @@ def test_a_mistyped_task_is_refused_before_any_task_loads(runner, captured, tmp_
     assert result.exit_code == 2, result.output
     assert "unknown task(s) in --tasks: 'sofmax' (did you mean softmax" in flat(result.stderr)
     assert "agent" not in captured and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", sorted(AGENT_STARTS))
+def test_gpus_on_a_machine_without_one_is_refused_before_the_run_exists(runner, captured, tmp_path, command,
+                                                                        monkeypatch):
+    """The corrected command (without --gpus) can then use the same --out."""
+    from kernelwright.judge.coordinator import backend
+
+    monkeypatch.setattr(backend, "detect_backend", lambda device="auto": ("cpu", 1))
+    result = runner.invoke(app, [*AGENT_STARTS[command], *OFFLINE, "--gpus", "0", "--out", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 2 and "drop --gpus" in flat(result.output), result.output
+    assert not (tmp_path / "run").exists() and "agent" not in captured

@@ -57,7 +57,7 @@ from .agent_results import interrupted_message, jsonable, outage_message, print_
 
 EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_MODEL_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
-RunsOpt = Annotated[int, typer.Option("--runs", min=1, help="independent runs (parallel scaling; pass@k over them)")]
+RunsOpt = Annotated[int, typer.Option("--runs", min=1, help="runs of each task (parallel scaling): independent, pass@k over them; with --search evolve they share an archive and pass@k is best-of-k")]
 ItersOpt = Annotated[int, typer.Option("--iterations", "-n", min=1, help="candidates per run (sequential scaling)")]
 DebugOpt = Annotated[int, typer.Option("--max-debug-attempts", min=1,
                                        help="failed fixes in one line before a fresh approach (the debugging trap)")]
@@ -189,13 +189,14 @@ def _agent_command(command: str, opts: AgentOptions) -> None:
     from ..agent.app import open_run
     from ..agent.prompts import PromptError
     from ..judge import DeviceUnavailable
-    from ..scale.executor import check_executor
+    from ..scale.executor import check_executor, check_gpus_here
     from ..store import StoreError
 
     ping = None
     try:
         opts.check_search()  # a usage error before anything is loaded or asked
         check_executor(opts.executor, opts.address, opts.gpus)
+        check_gpus_here(opts.executor, opts.gpus, opts.device)
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command=command)
             spec = _resumed(store, spec, opts)
@@ -451,10 +452,12 @@ def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int
         code = EXIT_MODEL_UNAVAILABLE
         Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage, bool(found)))}",
                                    highlight=False, soft_wrap=True)
+    if kept:
+        _record_judge(store, run.judge)
     if as_json:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,
                           "results": [jsonable(x) for x in results], "errors": errors,
-                          "model_unavailable": run.outage, "exit_code": code,
+                          "model_unavailable": run.outage, "exit_code": code, "judge": run.judge,
                           **({"error": message} if failed_start else {}),
                           **({} if kept else {"run_dir_removed": True})}, indent=2, default=str))
         return code
@@ -468,8 +471,26 @@ def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int
         print_result(console, store, spec, x)
     for e in errors:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
+    for gone in run.judge.get("out_of_service", ()):
+        Console(stderr=True).print(f"[yellow]out of service:[/] {escape(gone['device'])}: {escape(gone['why'])}",
+                                   soft_wrap=True)
+    for kept_gpu in run.judge.get("suspect_gpus", ()):
+        Console(stderr=True).print(f"[yellow]suspect GPU (the last one, kept):[/] {escape(kept_gpu['device'])}: "
+                                   f"{escape(kept_gpu['why'])}", soft_wrap=True)
     console.print(f"run directory: {escape(str(store.run_dir))}  (results.jsonl, summary.json, best/, run.sqlite)")
     return code
+
+
+def _record_judge(store, judge: dict) -> None:
+    """The judge's report of this invocation (candidates, utilization, GPUs out of service) in
+    summary.json, as bench keeps it in metrics.json."""
+    path = store.run_dir / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    summary["judge"] = judge
+    path.write_text(json.dumps(summary, indent=2) + "\n")
 
 
 def _start_failure(store, spec) -> tuple[str, int] | None:

@@ -123,13 +123,14 @@ def bench_command(
     from ..agent.app import open_run
     from ..agent.bench import load_tasks, unsupported_here
     from ..judge import DeviceUnavailable
-    from ..scale.executor import check_executor, judge_backend
+    from ..scale.executor import check_executor, check_gpus_here, judge_backend
     from ..store import StoreError
     from ..suites.runner import SuiteUsageError
 
     opts = AgentOptions.from_context(ctx)
     try:
         check_executor(opts.executor, opts.address, opts.gpus)
+        check_gpus_here(opts.executor, opts.gpus, opts.device)
         opts.check_search()
         if opts.resume is not None:
             store, spec = open_run(opts.resume, None, resume=True, command="bench")

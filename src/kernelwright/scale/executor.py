@@ -28,6 +28,19 @@ def check_executor(executor: str, address: str | None, gpus: str | None = None) 
     return ids
 
 
+def check_gpus_here(executor: str, gpus: str | None, device: str) -> None:
+    """`--gpus` against this host's GPUs, before anything is written (DeviceUnavailable: a usage
+    error), so that the corrected command can reuse the same --out."""
+    ids = check_executor(executor, None, gpus) if executor == "local" else None
+    if ids is None:
+        return
+    from ..judge.coordinator.backend import detect_backend
+    from ..judge.coordinator.pool import choose_gpus
+
+    backend, count = detect_backend(device)
+    choose_gpus(backend, count, ids)
+
+
 def judge_backend(executor: str, address: str | None, device: str) -> str:
     """Where candidates will be judged (cpu, cuda, hip): this host's `device`, or the Ray
     cluster's GPUs (a driver without a GPU may send work to a cluster with them)."""

@@ -49,6 +49,7 @@ def connect(address: str | None) -> None:
     """Join the cluster at `address`, or start a local Ray when there is none (an existing
     ray.init in this process, e.g. a test's cluster, is kept)."""
     ray = import_ray()
+    check_reachable(address)  # (first: an address nobody answers is an error whatever is running here)
     if ray.is_initialized():
         return
     # A local Ray's daemons and actors are started from this process and inherit its environment:
@@ -58,8 +59,33 @@ def connect(address: str | None) -> None:
     try:
         # log_to_driver off: the workers' own stderr is the judge's, not the run's output
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    except (ConnectionError, RuntimeError, TimeoutError) as exc:
+        raise DeviceUnavailable(f"cannot join the Ray cluster at {address}: {_why(exc)}. {JOIN_HINT}") from None
     finally:
         os.environ.update(hidden)
+
+
+JOIN_HINT = ("Is `ray start --head` running there, and is the address the head's (host:6379, or "
+             "ray://host:10001 for Ray Client)? Without --address a local Ray is started.")
+
+
+def check_reachable(address: str | None, timeout_s: float = 5.0) -> None:
+    """A host:port address (a GCS) that does not answer a TCP connection in `timeout_s` is
+    refused at once: Ray itself retries such an address for minutes with only its own log lines.
+    ray://, auto and None are left to Ray."""
+    import socket
+
+    if not address or address == "auto" or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise DeviceUnavailable(f"--address {address!r}: give host:port (e.g. head-node:6379), ray://host:10001 "
+                                "or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise DeviceUnavailable(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}). "
+                                f"{JOIN_HINT}") from None
 
 
 def actor_slots(ray) -> list[dict]:

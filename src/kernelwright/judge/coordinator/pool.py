@@ -338,7 +338,8 @@ def choose_gpus(backend: str, count: int, gpus: tuple[int, ...] | None) -> tuple
     if gpus is None:
         return tuple(range(count)) if backend != "cpu" else (0,)
     if backend == "cpu":
-        raise DeviceUnavailable("--gpus was given, but the judge runs on the CPU interpreter here (no GPU seen)")
+        raise DeviceUnavailable("--gpus was given, but the judge runs on the CPU interpreter here (no GPU seen): "
+                                "drop --gpus, or run where `kernelwright doctor` lists GPUs")
     bad = [g for g in gpus if not 0 <= g < count]
     if bad or len(set(gpus)) != len(gpus) or not gpus:
         raise DeviceUnavailable(f"--gpus {','.join(map(str, gpus))}: this machine's torch sees {count} GPU(s), "
