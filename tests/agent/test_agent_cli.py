@@ -199,7 +199,18 @@ def test_untimed_generate_says_so_and_stops_at_the_first_verified_kernel(tmp_pat
     assert "speed is not measured under the CPU interpreter: the run stops at the first verified kernel" in err
     reason = data["results"][0]["ended"]["0"]
     assert "first verified kernel" in reason
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["ended"] == {reason: 1}
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["ended"] == {reason: 1}
+    assert summary["judge"]["candidates"] == 1 and data["judge"] == summary["judge"]  # the judge's report kept
+
+
+@pytest.mark.slow
+def test_untimed_evolve_says_nothing_migrates(tmp_path):
+    with ScriptedServer({"default": answer(GOOD)}) as server:
+        code, _data, err = finish(cli("generate", "--task", str(TINY_ADD), "--runs", "2", "--search", "evolve",
+                                      "--out", str(tmp_path / "run"), *llm_flags(server)))
+    assert code == 0, err
+    assert "--search evolve has no archive to build on: nothing migrates" in " ".join(err.split())
     # progress off a terminal: a line per step on stderr
     assert "judging attempt 0" in err and "attempt 0 (generate): passed" in err and "ended: " in err
 

@@ -359,7 +359,9 @@ def run_agent(store, spec, opts: AgentOptions, concurrency: int | None = None,
     untimed = untimed_reason(spec.perf, pool.backend)
     if untimed:  # said up front: the run ends sooner than --iterations suggests
         where = "under the CPU interpreter" if untimed == "CPU interpreter" else f"({untimed})"
-        Console(stderr=True).print(f"speed is not measured {where}: the run stops at the first verified kernel",
+        also = (" (so --search evolve has no archive to build on: nothing migrates)"
+                if spec.settings.search == "evolve" else "")
+        Console(stderr=True).print(f"speed is not measured {where}: the run stops at the first verified kernel{also}",
                                    highlight=False, soft_wrap=True)
     stored = sum(1 for a in store.attempts() if Mode(a.mode).by_llm)  # a resumed run's iterations
     progress = AgentProgress(len(spec.task_refs), spec.settings.runs, spec.settings.iterations, quiet=as_json,
