@@ -104,3 +104,19 @@ def test_metrics_tables_and_report_say_best_of_k(tmp_path):
         assert task.result is None or task.result["pass_at_k_kind"] == "best_of_k"
     plot = parallel(run)
     assert "best-of-k" in plot.title and "not independent" in plot.caption
+
+
+@pytest.mark.parametrize("search", ["independent", "evolve"])
+def test_show_names_the_rows_best_of_k_under_evolve(tmp_path, search):
+    from kernelwright.cli.report_cmds import headline_table
+    from kernelwright.report.agent_data import load_agent_run
+
+    store, _spec, _name = _store(tmp_path, search)
+    store.close()
+    out = io.StringIO()
+    Console(file=out, width=200).print(headline_table(load_agent_run(tmp_path / search)))
+    text = out.getvalue()
+    if search == "evolve":
+        assert "best-of-1" in text and "best-of-3" in text and "│ pass@" not in text
+    else:
+        assert "│ pass@1" in text and "best-of-1 " not in text

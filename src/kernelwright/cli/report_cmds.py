@@ -119,13 +119,15 @@ def headline_table(run) -> Table:
     table = Table(title=f"{run.label}{state}", caption=caption, title_justify="left")
     for col, justify in (("metric", "left"), ("value", "right"), ("n / d", "right"), ("denominator", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    best_of = str(info.get("search", "")).startswith("evolve")  # the runs are not independent samples
     for m in run.headline:
         value = fmt(m["value"])
+        name = m["name"].replace("pass@", "best-of-") if best_of else m["name"]
         if m["name"] == "geomean speedup" and run.geomean_ci95:
             value += f" [{fmt(run.geomean_ci95[0])}, {fmt(run.geomean_ci95[1])}]"
         num = fmt(m["numerator"]) if m["numerator"] is not None else "-"
         note = m.get("note", "") + (f" ({m['why']})" if m.get("why") and m["value"] is None else "")
-        table.add_row(escape(m["name"]), value, f"{num} / {m['denominator']}", escape(note))
+        table.add_row(escape(name), value, f"{num} / {m['denominator']}", escape(note))
     return table
 
 
