@@ -56,5 +56,5 @@ class JudgeMeter:
         if health is not None and health.retired:
             out["out_of_service"] = health.report()  # the GPUs taken out of the run, and why
         if health is not None and health.warnings:
-            out["suspect_gpus"] = health.suspect_gpus()  # the last GPU failed a check and was kept
+            out["suspect_gpus"] = list(health.warnings)  # the last GPU failed a check and was kept
         return out

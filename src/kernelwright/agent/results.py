@@ -13,6 +13,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
 from ..metrics import pass_at_k
@@ -144,3 +145,16 @@ def judge_undecided(store: RunStore) -> bool:
         if (a.task, a.run) not in last or a.index > last[a.task, a.run].index:
             last[a.task, a.run] = a
     return bool(last) and all(undecided(a) for a in last.values())
+
+
+def record_judge(run_dir: Path, judge: dict) -> None:
+    """The judge's report of this invocation (candidates, utilization, GPUs out of service) in
+    summary.json, as bench keeps it in metrics.json: known only once the session's judge pool
+    is done, after `write_outputs` wrote the rest."""
+    path = run_dir / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    summary["judge"] = judge
+    path.write_text(json.dumps(summary, indent=2) + "\n")

@@ -53,7 +53,7 @@ from .options import (
     TimeoutScaleOpt,
     WorkersPerDeviceOpt,
 )
-from .agent_results import interrupted_message, jsonable, outage_message, print_result
+from .agent_results import interrupted_message, jsonable, outage_message, print_gpu_notes, print_result
 
 EXIT_FOUND, EXIT_NONE, EXIT_USAGE, EXIT_JUDGE_ERROR, EXIT_MODEL_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -433,7 +433,7 @@ def _judge_pool(spec, in_flight: int | None = None, workers_per_device: int | No
 def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int:
     """Print the run's results (or its error) and return the exit status; `kept`: False when the
     run directory is removed (optimize's failing kernel, nothing asked)."""
-    from ..agent.results import judge_undecided
+    from ..agent.results import judge_undecided, record_judge
 
     results, errors = run.results, run.errors
     if not results:
@@ -455,7 +455,7 @@ def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int
         Console(stderr=True).print(f"[bold red]error:[/] {escape(outage_message(store, spec, run.outage, bool(found)))}",
                                    highlight=False, soft_wrap=True)
     if kept:
-        _record_judge(store, run.judge)
+        record_judge(store.run_dir, run.judge)
     if as_json:
         print(json.dumps({"run_dir": str(store.run_dir), "command": spec.command,
                           "results": [jsonable(x) for x in results], "errors": errors,
@@ -473,26 +473,10 @@ def _report(store, spec, run: AgentRun, as_json: bool, kept: bool = True) -> int
         print_result(console, store, spec, x)
     for e in errors:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
-    for gone in run.judge.get("out_of_service", ()):
-        Console(stderr=True).print(f"[yellow]out of service:[/] {escape(gone['device'])}: {escape(gone['why'])}",
-                                   soft_wrap=True)
-    for kept_gpu in run.judge.get("suspect_gpus", ()):
-        Console(stderr=True).print(f"[yellow]suspect GPU (the last one, kept):[/] {escape(kept_gpu['device'])}: "
-                                   f"{escape(kept_gpu['why'])}", soft_wrap=True)
+    print_gpu_notes(Console(stderr=True), run.judge)
     console.print(f"run directory: {escape(str(store.run_dir))}  (results.jsonl, summary.json, best/, run.sqlite)")
     return code
 
-
-def _record_judge(store, judge: dict) -> None:
-    """The judge's report of this invocation (candidates, utilization, GPUs out of service) in
-    summary.json, as bench keeps it in metrics.json."""
-    path = store.run_dir / "summary.json"
-    try:
-        summary = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return
-    summary["judge"] = judge
-    path.write_text(json.dumps(summary, indent=2) + "\n")
 
 
 def _start_failure(store, spec) -> tuple[str, int] | None:

@@ -15,6 +15,16 @@ from ..agent.scaling import BEST_OF_K
 from .usage import clip, plural
 
 
+def print_gpu_notes(console: Console, judge: dict) -> None:
+    """The GPUs the judge took out of the run, and the last one it kept though a check failed
+    there (the judge report's `out_of_service` and `suspect_gpus`: judge/coordinator/health.py)."""
+    for gone in judge.get("out_of_service", ()):
+        console.print(f"[yellow]out of service:[/] {escape(gone['device'])}: {escape(gone['why'])}", soft_wrap=True)
+    for kept in judge.get("suspect_gpus", ()):
+        console.print(f"[yellow]suspect GPU (the last one, kept):[/] {escape(kept['device'])}: "
+                      f"{escape(kept['why'])}", soft_wrap=True)
+
+
 def outage_message(store, spec, outage: str, verified: bool) -> str:
     """What a run that the model stopped answering did, and how to finish it."""
     when = ("To call the model for what the cache does not hold, finish the run without --offline"

@@ -172,6 +172,7 @@ def bench_command(
 
 def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> None:
     from ..agent.scaling import table
+    from .agent_results import print_gpu_notes
 
     if as_json:
         print(json.dumps(dict(report, run_dir=str(store.run_dir), errors=errors), indent=2, default=str))
@@ -207,11 +208,7 @@ def _print(report: dict[str, Any], store, as_json: bool, errors: list[str]) -> N
         j = report["judge"]
         console.print(f"judge: {j['candidates']} candidates on {j['workers']} worker(s), utilization "
                       f"{j['utilization']:.0%}, idle {j['idle_fraction']:.0%} of {j['wall_s']:.0f} s", highlight=False)
-        for gone in j.get("out_of_service", ()):
-            console.print(f"[yellow]out of service:[/] {escape(gone['device'])}: {escape(gone['why'])}", soft_wrap=True)
-        for kept in j.get("suspect_gpus", ()):
-            console.print(f"[yellow]suspect GPU (the last one, kept):[/] {escape(kept['device'])}: "
-                          f"{escape(kept['why'])}", soft_wrap=True)
+        print_gpu_notes(console, j)
     for e in errors:
         Console(stderr=True).print(f"[red]agent error:[/] {escape(e)}")
     console.print(f"run directory: {escape(str(store.run_dir))} (metrics.json, results.jsonl, best/, run.sqlite)")

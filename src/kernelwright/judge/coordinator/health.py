@@ -105,7 +105,3 @@ class DeviceHealth:
     def report(self) -> list[dict]:
         """The GPUs out of service, for the run's judge report."""
         return [{"device": self._names(d), "why": why} for d, why in sorted(self.retired.items())]
-
-    def suspect_gpus(self) -> list[dict]:
-        """The last GPU in service when it failed a check and was kept (a run on one GPU)."""
-        return list(self.warnings)
